@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import { AccountsService, AccountView } from '../billing/accounts.service';
+import { SubscriptionStatus } from '../billing/account.entity';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { usdToMicros } from '../common/money';
+import { SubscriptionService } from '../entitlements/subscription.service';
+import { ApiKey } from '../keys/api-key.entity';
+import { CreatedKey, KeysService } from '../keys/keys.service';
+import { UsagePeriod, UsageService } from '../usage/usage.service';
+
+export interface KeyView {
+  id: string;
+  name: string | null;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+@Injectable()
+export class AdminService {
+  constructor(
+    private readonly accounts: AccountsService,
+    private readonly subscriptions: SubscriptionService,
+    private readonly keys: KeysService,
+    private readonly usageService: UsageService,
+  ) {}
+
+  async createAccount(name: string): Promise<AccountView> {
+    const account = await this.accounts.create(name);
+    return this.accounts.view(account.id);
+  }
+
+  account(id: string): Promise<AccountView> {
+    return this.accounts.view(id);
+  }
+
+  async createKey(accountId: string, name: string | null): Promise<CreatedKey> {
+    await this.accounts.findOrFail(accountId);
+    return this.keys.create(accountId, name);
+  }
+
+  async listKeys(accountId: string): Promise<{ object: 'list'; data: KeyView[] }> {
+    await this.accounts.findOrFail(accountId);
+    return { object: 'list', data: (await this.keys.list(accountId)).map(keyView) };
+  }
+
+  async revokeKey(keyId: string): Promise<KeyView> {
+    const key = await this.keys.revoke(keyId);
+    if (!key) throw new GatewayError(ErrorCode.NotFound, `No key with id ${keyId}.`);
+    return keyView(key);
+  }
+
+  async addCredits(accountId: string, amountUsd: number | string): Promise<AccountView> {
+    await this.accounts.topUp(accountId, usdToMicros(amountUsd)!);
+    return this.accounts.view(accountId);
+  }
+
+  async setSpendingLimit(accountId: string, limitUsd: number | string | null): Promise<AccountView> {
+    await this.accounts.setMonthlyLimit(accountId, limitUsd === null ? null : usdToMicros(limitUsd)!);
+    return this.accounts.view(accountId);
+  }
+
+  async setSubscription(accountId: string, status: SubscriptionStatus, endsAt: Date | null): Promise<AccountView> {
+    await this.subscriptions.set(accountId, status, endsAt);
+    return this.accounts.view(accountId);
+  }
+
+  async usage(accountId: string, period: UsagePeriod) {
+    await this.accounts.findOrFail(accountId);
+    return { account_id: accountId, ...(await this.usageService.summary(accountId, period)) };
+  }
+}
+
+function keyView(key: ApiKey): KeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.displayPrefix,
+    created_at: key.createdAt.toISOString(),
+    revoked_at: key.revokedAt?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,29 @@
+import { IsDateString, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { UsdAmount } from './usd-amount.validator';
+
+export class CreateAccountDto {
+  @IsString() @IsNotEmpty() @MaxLength(200) name: string;
+}
+
+export class CreateKeyDto {
+  @IsOptional() @IsString() @MaxLength(200) name?: string;
+}
+
+export class AddCreditsDto {
+  /** USD as a number or decimal string, at most 6 decimals, greater than zero. */
+  @Validate(UsdAmount, [{ positive: true }]) amount_usd: number | string;
+}
+
+export class SpendingLimitDto {
+  @ValidateIf((_, v) => v !== null) @Validate(UsdAmount, [{ positive: false }]) monthly_limit_usd: number | string | null;
+}
+
+export class SubscriptionDto {
+  @IsIn(['trial', 'active', 'none']) status: 'trial' | 'active' | 'none';
+  @IsOptional() @IsDateString({ strict: true }) ends_at?: string;
+}
+
+export class UsageQueryDto {
+  @IsOptional() @IsDateString({ strict: true }) from?: string;
+  @IsOptional() @IsDateString({ strict: true }) to?: string;
+}

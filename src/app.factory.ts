@@ -1,0 +1,19 @@
+import { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module';
+import { GatewayOptions } from './config/config.module';
+
+/** Builds the gateway exactly as it runs in production; tests use the same function. */
+export async function createGatewayApp(options: GatewayOptions): Promise<INestApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.register(options), {
+    // Bodies are read after authentication by JsonBodyInterceptor and multer, never before.
+    bodyParser: false,
+    bufferLogs: true,
+  });
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  return app;
+}

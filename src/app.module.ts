@@ -1,0 +1,48 @@
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import { AdminModule } from './admin/admin.module';
+import { BillingModule } from './billing/billing.module';
+import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
+import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
+import { JsonBodyInterceptor } from './common/interceptors/json-body.interceptor';
+import { loggerParams } from './common/logging';
+import { ConfigModule, GatewayOptions } from './config/config.module';
+import { dataSourceOptions } from './database/data-source.options';
+import { EntitlementsModule } from './entitlements/entitlements.module';
+import { HealthModule } from './health/health.module';
+import { ApiKeyGuard } from './keys/api-key.guard';
+import { KeysModule } from './keys/keys.module';
+import { ModelsModule } from './models/models.module';
+import { UsageModule } from './usage/usage.module';
+
+@Module({})
+export class AppModule implements NestModule {
+  static register(options: GatewayOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.register(options),
+        LoggerModule.forRoot(loggerParams(options.env)),
+        TypeOrmModule.forRoot(dataSourceOptions(options.databaseUrl)),
+        KeysModule,
+        UsageModule,
+        BillingModule,
+        EntitlementsModule,
+        ModelsModule,
+        AdminModule,
+        HealthModule,
+      ],
+      providers: [
+        { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_FILTER, useClass: GatewayExceptionFilter },
+        { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
+      ],
+    };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(RouteRulesMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
+  }
+}

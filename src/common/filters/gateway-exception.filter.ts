@@ -1,0 +1,56 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ThrottlerException } from '@nestjs/throttler';
+import type { Response } from 'express';
+import { ErrorCode, GatewayError } from '../errors';
+import { GatewayRequest } from '../http/gateway-request';
+import { assignRequestId } from '../http/request-id';
+
+/** Turns every failure (ours, Nest's, Express's) into the error object; unknown ones are 500 internal_error. */
+@Catch()
+export class GatewayExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('GatewayExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<GatewayRequest>();
+    const res = ctx.getResponse<Response>();
+    const requestId = assignRequestId(req, res);
+    const error = this.toGatewayError(exception, requestId);
+    if (req.usage) req.usage.errorCode = error.code;
+    if (res.headersSent) {
+      // A streamed response already started; the stream writer reports the failure in-band.
+      if (!res.writableEnded) res.end();
+      return;
+    }
+    res.status(error.status).json(error.toBody());
+  }
+
+  private toGatewayError(exception: unknown, requestId: string): GatewayError {
+    if (exception instanceof GatewayError) return exception;
+    if (exception instanceof ThrottlerException) {
+      // @nestjs/throttler has already set Retry-After on the response.
+      return new GatewayError(ErrorCode.RateLimitExceeded, 'Rate limit exceeded: too many requests for this account; retry after the Retry-After delay.');
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const message = httpExceptionMessage(exception);
+      if (status === 404) return new GatewayError(ErrorCode.NotFound, message);
+      if (status === 405) return new GatewayError(ErrorCode.MethodNotAllowed, message);
+      if (status === 413) return new GatewayError(ErrorCode.PayloadTooLarge, message);
+      if (status === 400 || status === 422) return new GatewayError(ErrorCode.InvalidRequest, message);
+      if (status === 401) return new GatewayError(ErrorCode.InvalidApiKey, message);
+      if (status < 500) return new GatewayError(ErrorCode.InvalidRequest, message, null, status);
+    }
+    const err = exception instanceof Error ? exception : new Error(String(exception));
+    this.logger.error({ err, requestId }, `Unhandled error in request ${requestId}: ${err.message}`);
+    return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${requestId} when reporting it.`);
+  }
+}
+
+function httpExceptionMessage(exception: HttpException): string {
+  const response = exception.getResponse();
+  if (typeof response === 'string') return response;
+  const message = (response as { message?: unknown }).message;
+  if (Array.isArray(message)) return message.join('; ');
+  return typeof message === 'string' ? message : exception.message;
+}

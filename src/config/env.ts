@@ -1,0 +1,51 @@
+import { resolve } from 'node:path';
+import { ConfigError } from './gateway-config.loader';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The operator contract of DESIGN.md section 2. Secrets are kept out of toString/logs. */
+export interface Env {
+  port: number;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  adminToken: string | undefined;
+  gatewayConfigPath: string;
+  logLevel: LogLevel;
+}
+
+export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const port = Number(source.PORT ?? '8080');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`PORT: must be an integer between 0 and 65535 (got ${JSON.stringify(source.PORT)})`);
+  }
+  const logLevel = (source.LOG_LEVEL ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(source.LOG_LEVEL)})`);
+  }
+  for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
+    const value = source[name];
+    if (value && !isUrl(value)) throw new ConfigError(`${name}: not a valid URL`);
+  }
+  const adminToken = source.ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN: must be at least 16 characters');
+  }
+  return {
+    port,
+    databaseUrl: source.DATABASE_URL || undefined,
+    redisUrl: source.REDIS_URL || undefined,
+    adminToken,
+    gatewayConfigPath: resolve(source.GATEWAY_CONFIG || 'config/gateway.yaml'),
+    logLevel,
+  };
+}
+
+function isUrl(value: string): boolean {
+  try {
+    new URL(value);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,95 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+
+export const PROVIDER_TYPES = ['openai-compatible', 'local'] as const;
+export type ProviderType = (typeof PROVIDER_TYPES)[number];
+export const MODEL_KINDS = ['chat', 'transcription', 'speech'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
+export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
+
+export class TimeoutsConfig {
+  @IsInt() @Min(1) connect_ms = 2000;
+  @IsInt() @Min(1) request_ms = 60000;
+}
+
+export class ProviderConfig {
+  @IsIn(PROVIDER_TYPES) type: ProviderType;
+
+  @ValidateIf((p: ProviderConfig) => p.type === 'openai-compatible')
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  base_url?: string;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) api_key_env?: string;
+
+  @ValidateNested() @Type(() => TimeoutsConfig) timeouts: TimeoutsConfig = new TimeoutsConfig();
+
+  /** Connections kept alive per upstream origin. */
+  @IsInt() @Min(1) max_connections = 256;
+}
+
+export class CatalogEntry {
+  @IsString() @Matches(/^[A-Za-z0-9._:\/-]+$/) id: string;
+  @IsIn(MODEL_KINDS) kind: ModelKind;
+  @IsString() provider: string;
+  @IsString() upstream_model: string;
+
+  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) input_price_per_million?: number;
+  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) output_price_per_million?: number;
+  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;
+  /** Upper bound of the model's context, used to bound the prompt estimate. */
+  @IsOptional() @IsInt() @Min(1) context_window?: number;
+
+  @IsOptional() @IsBoolean() active?: boolean;
+
+  @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) voices?: string[];
+  @IsOptional() @IsArray() @ArrayMinSize(1) @IsIn(SPEECH_FORMATS, { each: true }) response_formats?: SpeechFormat[];
+
+  @IsOptional() @IsInt() @Min(0) created?: number;
+}
+
+export class ChatBurstConfig {
+  @IsInt() @Min(1) requests = 60;
+  @IsNumber() @Min(0.001) window_s = 10;
+}
+
+export class LimitsConfig {
+  @ValidateNested() @Type(() => ChatBurstConfig) chat_burst: ChatBurstConfig = new ChatBurstConfig();
+  @IsInt() @Min(1) speech_max_input_chars = 4096;
+  @IsInt() @Min(1024) json_body_max_bytes = 10 * 1024 * 1024;
+  @IsInt() @Min(1) @Max(64 * 1024 * 1024) transcription_max_bytes = 4 * 1024 * 1024;
+}
+
+export class FairUseConfig {
+  @IsInt() @Min(0) monthly_requests = 1000;
+}
+
+export class BillingConfig {
+  /** A hold whose request died with its process is released this long after the upstream timeout. */
+  @IsInt() @Min(1) hold_sweep_margin_s = 60;
+  @IsInt() @Min(1) hold_sweep_interval_s = 30;
+}
+
+export class GatewayConfig {
+  @IsObject() providers: Record<string, ProviderConfig>;
+  @IsArray() @ArrayMinSize(1) @ValidateNested({ each: true }) @Type(() => CatalogEntry) catalog: CatalogEntry[];
+  @ValidateNested() @Type(() => LimitsConfig) limits: LimitsConfig = new LimitsConfig();
+  @ValidateNested() @Type(() => FairUseConfig) fair_use: FairUseConfig = new FairUseConfig();
+  @ValidateNested() @Type(() => BillingConfig) billing: BillingConfig = new BillingConfig();
+}

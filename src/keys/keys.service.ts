@@ -1,0 +1,116 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Client } from 'pg';
+import { IsNull, Repository } from 'typeorm';
+import { DATABASE_URL } from '../config/config.tokens';
+import { AuthContext } from '../common/http/gateway-request';
+import { ApiKey } from './api-key.entity';
+import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
+
+const REVOCATION_CHANNEL = 'api_key_revoked';
+/** Safety net should a revocation notice be missed while the listener reconnects. */
+const CACHE_TTL_MS = 60_000;
+const RECONNECT_DELAY_MS = 1_000;
+
+interface CachedKey extends AuthContext {
+  expiresAt: number;
+}
+
+export interface CreatedKey {
+  id: string;
+  key: string;
+  created_at: string;
+}
+
+@Injectable()
+export class KeysService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(KeysService.name);
+  private readonly cache = new Map<string, CachedKey>();
+  private listener: Client | null = null;
+  private closing = false;
+
+  constructor(
+    @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
+    @Inject(DATABASE_URL) private readonly databaseUrl: string,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.listen();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closing = true;
+    await this.listener?.end().catch(() => undefined);
+  }
+
+  /** Resolves a presented key to its account, or null. Malformed keys never reach the database. */
+  async authenticate(presented: string): Promise<AuthContext | null> {
+    if (!isWellFormedApiKey(presented)) return null;
+    const hash = hashApiKey(presented);
+    const cached = this.cache.get(hash);
+    if (cached && cached.expiresAt > Date.now()) return cached;
+    const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
+    if (!row) {
+      this.cache.delete(hash);
+      return null;
+    }
+    const entry = { accountId: row.accountId, keyId: row.id, expiresAt: Date.now() + CACHE_TTL_MS };
+    this.cache.set(hash, entry);
+    return entry;
+  }
+
+  async create(accountId: string, name: string | null): Promise<CreatedKey> {
+    const key = generateApiKey();
+    const row = await this.keys.save(
+      this.keys.create({ accountId, name, keyHash: hashApiKey(key), displayPrefix: displayPrefix(key) }),
+    );
+    return { id: row.id, key, created_at: row.createdAt.toISOString() };
+  }
+
+  list(accountId: string): Promise<ApiKey[]> {
+    return this.keys.find({ where: { accountId }, order: { createdAt: 'ASC' } });
+  }
+
+  /** Revokes a key and tells every replica to drop it from its cache. Returns null for an unknown key. */
+  async revoke(keyId: string): Promise<ApiKey | null> {
+    // TypeORM answers an UPDATE with [rows, affectedCount].
+    const [rows]: [Array<{ key_hash: string }>, number] = await this.keys.query(
+      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING key_hash`,
+      [keyId],
+    );
+    if (rows.length === 0) return null;
+    const hash = rows[0].key_hash;
+    this.cache.delete(hash);
+    await this.keys.query(`SELECT pg_notify($1, $2)`, [REVOCATION_CHANNEL, hash]);
+    return this.keys.findOneByOrFail({ id: keyId });
+  }
+
+  private async listen(): Promise<void> {
+    const client = new Client({ connectionString: this.databaseUrl });
+    client.on('notification', (msg) => {
+      if (msg.payload) this.cache.delete(msg.payload);
+    });
+    client.on('error', (err) => {
+      this.logger.warn(`Revocation listener lost its connection: ${err.message}`);
+      this.reconnect(client);
+    });
+    client.on('end', () => this.reconnect(client));
+    await client.connect();
+    await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+    this.listener = client;
+  }
+
+  private reconnect(broken: Client): void {
+    if (this.closing || this.listener !== broken) return;
+    this.listener = null;
+    // Notices may have been missed while disconnected: forget everything cached.
+    this.cache.clear();
+    setTimeout(() => {
+      this.listen().catch((err: Error) => {
+        this.logger.warn(`Revocation listener reconnect failed: ${err.message}`);
+        this.listener = broken;
+        this.reconnect(broken);
+      });
+    }, RECONNECT_DELAY_MS).unref();
+  }
+}

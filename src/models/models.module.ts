@@ -1,0 +1,7 @@
+import { Global, Module } from '@nestjs/common';
+import { CatalogService } from './catalog.service';
+import { ModelsController } from './models.controller';
+
+@Global()
+@Module({ controllers: [ModelsController], providers: [CatalogService], exports: [CatalogService] })
+export class ModelsModule {}

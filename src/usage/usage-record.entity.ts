@@ -1,0 +1,22 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/** One row per authenticated request, failures included (DESIGN.md section 8). */
+@Entity('usage_records')
+export class UsageRecord {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) id: string;
+  @Column('text', { name: 'request_id', unique: true }) requestId: string;
+  @Column('uuid', { name: 'account_id' }) accountId: string;
+  @Column('uuid', { name: 'key_id' }) keyId: string;
+  @Column('text', { nullable: true }) model: string | null;
+  @Column('text') endpoint: string;
+  @Column('integer') status: number;
+  @Column('text', { name: 'error_code', nullable: true }) errorCode: string | null;
+  @Column('integer', { name: 'prompt_tokens', default: 0 }) promptTokens: number;
+  @Column('integer', { name: 'completion_tokens', default: 0 }) completionTokens: number;
+  @Column('numeric', { name: 'audio_seconds', precision: 12, scale: 3, default: 0 }) audioSeconds: string;
+  @Column('integer', { name: 'input_chars', default: 0 }) inputChars: number;
+  @Column('bigint', { name: 'cost_micros', default: 0 }) costMicros: string;
+  @Column('integer', { name: 'latency_ms', default: 0 }) latencyMs: number;
+  @Column('boolean', { default: false }) streamed: boolean;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}

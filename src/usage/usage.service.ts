@@ -1,0 +1,163 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Response } from 'express';
+import { DataSource, EntityManager } from 'typeorm';
+import { microsToUsd } from '../common/money';
+import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
+
+/** Status recorded when the client went away before any response was sent (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
+const LATEST_LIMIT = 50;
+
+export interface UsagePeriod {
+  from: Date;
+  to: Date;
+}
+
+interface TotalsRow {
+  requests: string;
+  prompt_tokens: string;
+  completion_tokens: string;
+  audio_seconds: string;
+  input_chars: string;
+  cost_micros: string;
+}
+
+@Injectable()
+export class UsageService {
+  private readonly logger = new Logger(UsageService.name);
+
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Starts metering an authenticated request: its record is written once, when the response
+   * closes, unless billing already wrote it inside its settlement transaction.
+   */
+  track(req: GatewayRequest, res: Response): void {
+    const draft: UsageDraft = {
+      endpoint: req.path,
+      startedAt: process.hrtime.bigint(),
+      model: null,
+      promptTokens: 0,
+      completionTokens: 0,
+      audioSeconds: 0,
+      inputChars: 0,
+      streamed: false,
+      errorCode: null,
+      recorded: false,
+    };
+    req.usage = draft;
+    res.once('close', () => {
+      if (draft.recorded) return;
+      const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST;
+      this.record(this.db.manager, req, status, 0n).catch((err: Error) =>
+        this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
+      );
+    });
+  }
+
+  /** Writes the request's usage record with the given manager (inside a transaction when billing settles). */
+  async record(manager: EntityManager, req: GatewayRequest, status: number, costMicros: bigint): Promise<void> {
+    const draft = req.usage;
+    if (!draft || !req.auth || draft.recorded) return;
+    draft.recorded = true;
+    const latencyMs = Number((process.hrtime.bigint() - draft.startedAt) / 1_000_000n);
+    await manager.query(
+      `INSERT INTO usage_records (request_id, account_id, key_id, model, endpoint, status, error_code,
+         prompt_tokens, completion_tokens, audio_seconds, input_chars, cost_micros, latency_ms, streamed)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       ON CONFLICT (request_id) DO NOTHING`,
+      [
+        req.id,
+        req.auth.accountId,
+        req.auth.keyId,
+        draft.model,
+        draft.endpoint,
+        status,
+        draft.errorCode,
+        draft.promptTokens,
+        draft.completionTokens,
+        draft.audioSeconds.toFixed(3),
+        draft.inputChars,
+        costMicros.toString(),
+        latencyMs,
+        draft.streamed,
+      ],
+    );
+  }
+
+  /** Totals per key, per model and per UTC day, and the latest requests, for one account. */
+  async summary(accountId: string, period: UsagePeriod) {
+    const params = [accountId, period.from, period.to];
+    const where = `account_id = $1 AND created_at >= $2 AND created_at < $3`;
+    const totalsSql = totalsColumns('');
+    const [totals, byKey, byModel, daily, latest] = await Promise.all([
+      this.db.query(`SELECT ${totalsSql} FROM usage_records WHERE ${where}`, params),
+      this.db.query(
+        `SELECT u.key_id, k.name AS key_name, k.display_prefix, ${totalsColumns('u.')}
+           FROM usage_records u JOIN api_keys k ON k.id = u.key_id
+          WHERE u.account_id = $1 AND u.created_at >= $2 AND u.created_at < $3
+          GROUP BY u.key_id, k.name, k.display_prefix ORDER BY u.key_id`,
+        params,
+      ),
+      this.db.query(`SELECT model, ${totalsSql} FROM usage_records WHERE ${where} GROUP BY model ORDER BY model NULLS LAST`, params),
+      this.db.query(
+        `SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, ${totalsSql}
+           FROM usage_records WHERE ${where} GROUP BY 1 ORDER BY 1`,
+        params,
+      ),
+      this.db.query(
+        `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens,
+                audio_seconds, input_chars, cost_micros, latency_ms, streamed, created_at
+           FROM usage_records WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${LATEST_LIMIT}`,
+        params,
+      ),
+    ]);
+    return {
+      from: period.from.toISOString(),
+      to: period.to.toISOString(),
+      totals: renderTotals(totals[0]),
+      by_key: byKey.map((r: TotalsRow & { key_id: string; key_name: string | null; display_prefix: string }) => ({
+        key_id: r.key_id,
+        key_name: r.key_name,
+        key_prefix: r.display_prefix,
+        ...renderTotals(r),
+      })),
+      by_model: byModel.map((r: TotalsRow & { model: string | null }) => ({ model: r.model, ...renderTotals(r) })),
+      daily: daily.map((r: TotalsRow & { day: string }) => ({ day: r.day, ...renderTotals(r) })),
+      latest: latest.map((r: Record<string, unknown>) => ({
+        request_id: r.request_id,
+        key_id: r.key_id,
+        model: r.model,
+        endpoint: r.endpoint,
+        status: r.status,
+        error_code: r.error_code,
+        prompt_tokens: r.prompt_tokens,
+        completion_tokens: r.completion_tokens,
+        audio_seconds: Number(r.audio_seconds),
+        input_chars: r.input_chars,
+        cost_usd: microsToUsd(r.cost_micros as string),
+        latency_ms: r.latency_ms,
+        streamed: r.streamed,
+        created_at: (r.created_at as Date).toISOString(),
+      })),
+    };
+  }
+}
+
+const SUMMED = ['prompt_tokens', 'completion_tokens', 'audio_seconds', 'input_chars', 'cost_micros'];
+
+function totalsColumns(tableAlias: string): string {
+  return ['COUNT(*) AS requests', ...SUMMED.map((c) => `COALESCE(SUM(${tableAlias}${c}), 0) AS ${c}`)].join(', ');
+}
+
+function renderTotals(r: TotalsRow) {
+  return {
+    requests: Number(r.requests),
+    prompt_tokens: Number(r.prompt_tokens),
+    completion_tokens: Number(r.completion_tokens),
+    audio_seconds: Number(r.audio_seconds),
+    input_chars: Number(r.input_chars),
+    cost_usd: microsToUsd(r.cost_micros),
+  };
+}

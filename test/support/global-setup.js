@@ -1,0 +1,25 @@
+/* Creates the throwaway database of this test run: a fresh database on DATABASE_URL's server when
+ * it is set, otherwise on an embedded PostgreSQL, so `npm test` works on a machine without one. */
+require('ts-node').register({ transpileOnly: true, compilerOptions: { module: 'commonjs' } });
+const { Client } = require('pg');
+const { startEmbeddedPostgres } = require('../../src/database/embedded-postgres');
+
+const TEST_EMBEDDED_PORT = Number(process.env.TEST_EMBEDDED_PG_PORT || 54339);
+
+module.exports = async function globalSetup() {
+  let serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    const embedded = await startEmbeddedPostgres({ dataDir: '.data/test-pg', port: TEST_EMBEDDED_PORT, database: 'postgres' });
+    globalThis.__GATEWAY_EMBEDDED_PG__ = embedded;
+    serverUrl = embedded.url;
+  }
+  const name = `gateway_test_${Date.now()}_${process.pid}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  process.env.TEST_DATABASE_URL = url.toString();
+  globalThis.__GATEWAY_TEST_DB__ = { serverUrl, name };
+};
