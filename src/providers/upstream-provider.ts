@@ -1,0 +1,56 @@
+import type { Readable } from 'node:stream';
+import type { CatalogEntry } from '../config/gateway-config.schema';
+
+/** OpenAI chat-completion request body as sent upstream (model already mapped to upstream_model). */
+export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[] };
+
+export interface UpstreamChatJson {
+  /** The upstream's chat.completion object, unchanged. */
+  body: Record<string, unknown>;
+}
+
+/** SSE `data:` payloads of a streamed completion, parsed; the `[DONE]` sentinel ends the iterable. */
+export type UpstreamChatStream = AsyncIterable<Record<string, unknown>>;
+
+export interface TranscriptionInput {
+  file: Buffer;
+  filename: string;
+  mimetype: string;
+  language?: string;
+  prompt?: string;
+  temperature?: string;
+}
+
+/** The fullest transcription answer (OpenAI verbose_json shape). */
+export interface VerboseTranscription {
+  text: string;
+  language?: string;
+  duration?: number;
+  segments?: unknown[];
+  [extra: string]: unknown;
+}
+
+export interface SpeechInput {
+  input: string;
+  voice: string;
+  response_format: string;
+  speed: number;
+}
+
+export interface SpeechAudio {
+  contentType: string;
+  /** The audio as it arrives from the upstream (streamed, not buffered). */
+  body: Readable;
+}
+
+/**
+ * One interface for every upstream, looked up in the registry by the config's provider type.
+ * Every method honours `signal` (abort reaches the socket or child process) and throws
+ * UpstreamFailure for upstream problems.
+ */
+export interface UpstreamProvider {
+  chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson>;
+  chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream>;
+  transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription>;
+  speech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal): Promise<SpeechAudio>;
+}
