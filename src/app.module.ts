@@ -4,6 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module';
 import { BillingModule } from './billing/billing.module';
+import { BurstLimitModule } from './common/guards/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
 import { JsonBodyInterceptor } from './common/interceptors/json-body.interceptor';
@@ -29,6 +30,7 @@ export class AppModule implements NestModule {
         KeysModule,
         UsageModule,
         BillingModule,
+        BurstLimitModule,
         EntitlementsModule,
         ModelsModule,
         AdminModule,

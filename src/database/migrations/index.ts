@@ -1,4 +1,5 @@
 import { InitialSchema1763870000000 } from './1763870000000-InitialSchema';
+import { BillingFunctions1763880000000 } from './1763880000000-BillingFunctions';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
-export const MIGRATIONS = [InitialSchema1763870000000];
+export const MIGRATIONS = [InitialSchema1763870000000, BillingFunctions1763880000000];

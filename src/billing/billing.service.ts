@@ -1,0 +1,195 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { GATEWAY_CONFIG } from '../config/config.tokens';
+import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { microsToUsd } from '../common/money';
+import { UsageService } from '../usage/usage.service';
+import { TokenPrices, tokenPrices } from './token-prices';
+
+export interface ReserveInput {
+  accountId: string;
+  requestId: string;
+  model: CatalogEntry;
+  /** An upper bound of the prompt's tokens. */
+  promptTokens: number;
+  /** The client's max_tokens / max_completion_tokens, or null when it set none. */
+  requestedMaxTokens: number | null;
+}
+
+/** The hold of one in-flight chat request: pass it back to settle or release. */
+export interface Reservation {
+  requestId: string;
+  holdMicros: bigint;
+  /** Output tokens covered by the hold: the client's own limit, or the capped model maximum. */
+  outputAllowance: number;
+  /** True when the client set no limit and the allowance was cut to what is affordable (send it upstream). */
+  capped: boolean;
+  readonly accountId: string;
+  readonly prices: TokenPrices;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+interface ReserveRow {
+  outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached';
+  hold_micros: string;
+  allowance: string;
+  capped: boolean;
+  available_micros: string;
+  limit_micros: string | null;
+  limit_remaining_micros: string | null;
+  affordable_tokens: string;
+  needed_micros: string;
+}
+
+/**
+ * Prepaid chat billing (DESIGN.md section 6): a worst-case hold before the upstream call, the exact
+ * charge after it. Each step is one SQL function call (migration BillingFunctions), so one round trip
+ * and one transaction; the invariants hold across replicas because the functions lock the account row.
+ */
+@Injectable()
+export class BillingService {
+  private readonly logger = new Logger(BillingService.name);
+  /** Holds of requests still running in this process, with their time-to-live, kept alive by the sweeper. */
+  private readonly live = new Map<string, number>();
+  private readonly prices = new Map<string, TokenPrices>();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+    private readonly usage: UsageService,
+  ) {}
+
+  async reserve(input: ReserveInput): Promise<Reservation> {
+    const prices = this.pricesOf(input.model);
+    const ttlMs = this.holdTtlMs(input.model);
+    const [row]: ReserveRow[] = await this.db.query(`SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`, [
+      input.accountId,
+      input.requestId,
+      input.promptTokens,
+      input.requestedMaxTokens,
+      input.model.max_output_tokens ?? 1,
+      prices.inputPicos.toString(),
+      prices.outputPicos.toString(),
+      ttlMs,
+    ]);
+    if (row.outcome !== 'ok') throw declined(row, input);
+    this.live.set(input.requestId, ttlMs);
+    return {
+      requestId: input.requestId,
+      holdMicros: BigInt(row.hold_micros),
+      outputAllowance: Number(row.allowance),
+      capped: row.capped,
+      accountId: input.accountId,
+      prices,
+    };
+  }
+
+  /**
+   * Releases the hold and charges the actual cost (at most the hold), with its ledger entry and the
+   * request's usage record, in one transaction. Safe to call twice or after the sweeper took the hold.
+   */
+  async settle(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): Promise<bigint> {
+    this.live.delete(reservation.requestId);
+    if (req.usage) {
+      req.usage.promptTokens = usage.promptTokens;
+      req.usage.completionTokens = usage.completionTokens;
+    }
+    try {
+      return await this.db.transaction(async (manager) => {
+        const [row]: { charged: string }[] = await manager.query(`SELECT * FROM billing_settle($1, $2, $3, $4, $5, $6)`, [
+          reservation.accountId,
+          reservation.requestId,
+          usage.promptTokens,
+          usage.completionTokens,
+          reservation.prices.inputPicos.toString(),
+          reservation.prices.outputPicos.toString(),
+        ]);
+        const charged = BigInt(row.charged);
+        await this.usage.record(manager, req, status, charged);
+        return charged;
+      });
+    } catch (err) {
+      // Let the response-close hook write the usage record instead.
+      if (req.usage) req.usage.recorded = false;
+      throw err;
+    }
+  }
+
+  /** Gives the hold back without any charge (failed request). Idempotent. */
+  async release(reservation: Reservation): Promise<void> {
+    this.live.delete(reservation.requestId);
+    await this.db.query(`SELECT billing_release($1, $2)`, [reservation.accountId, reservation.requestId]);
+  }
+
+  /** Pushes back the expiry of this process's running holds, so only holds of dead processes expire. */
+  async keepLiveHoldsAlive(): Promise<void> {
+    if (this.live.size === 0) return;
+    const ids = [...this.live.keys()];
+    const ttls = ids.map((id) => this.live.get(id) ?? 0);
+    await this.db.query(
+      `UPDATE holds h SET expires_at = now() + v.ttl_ms * interval '1 millisecond'
+         FROM unnest($1::text[], $2::integer[]) AS v(request_id, ttl_ms)
+        WHERE h.request_id = v.request_id`,
+      [ids, ttls],
+    );
+  }
+
+  /** Releases expired holds (left by a crashed process); returns how many. Safe on several replicas at once. */
+  async sweepExpiredHolds(batch = 1000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [row]: { n: number }[] = await this.db.query(`SELECT billing_sweep_holds($1) AS n`, [batch]);
+      total += row.n;
+      if (row.n < batch) return total;
+    }
+  }
+
+  private pricesOf(model: CatalogEntry): TokenPrices {
+    let prices = this.prices.get(model.id);
+    if (!prices) {
+      prices = tokenPrices(model);
+      this.prices.set(model.id, prices);
+    }
+    return prices;
+  }
+
+  /** A hold outlives its request's upstream timeout by the configured margin. */
+  private holdTtlMs(model: CatalogEntry): number {
+    const requestMs = this.config.providers[model.provider]?.timeouts.request_ms ?? 60_000;
+    return requestMs + this.config.billing.hold_sweep_margin_s * 1000;
+  }
+}
+
+function declined(row: ReserveRow, input: ReserveInput): GatewayError {
+  const tokens = Number(row.affordable_tokens);
+  const ask =
+    input.requestedMaxTokens === null
+      ? `${input.promptTokens} prompt tokens and at least 1 output token cost ${usd(row.needed_micros)}`
+      : `${input.promptTokens} prompt tokens and max_tokens ${input.requestedMaxTokens} may cost up to ${usd(row.needed_micros)}`;
+  const affordable =
+    tokens > 0 ? `at most ${tokens} output tokens are affordable` : 'not even the prompt with one output token is affordable';
+  if (row.outcome === 'monthly_limit_reached') {
+    return new GatewayError(
+      ErrorCode.MonthlyLimitReached,
+      `Monthly spending limit reached: ${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} limit remains, ` +
+        `but ${ask}; ${affordable}. Raise the limit${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
+    );
+  }
+  return new GatewayError(
+    ErrorCode.InsufficientCredits,
+    `Insufficient credits: ${usd(row.available_micros)} available, but ${ask}; ${affordable}. ` +
+      `Top up credits${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
+  );
+}
+
+function usd(micros: string): string {
+  const value = BigInt(micros);
+  return value < 0n ? `-$${microsToUsd(-value)}` : `$${microsToUsd(value)}`;
+}

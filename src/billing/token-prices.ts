@@ -1,0 +1,32 @@
+import { CatalogEntry } from '../config/gateway-config.schema';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { usdToMicros } from '../common/money';
+
+/** A chat model's prices as exact integers: pico-USD per token (= USD per million tokens × 10^6). */
+export interface TokenPrices {
+  inputPicos: bigint;
+  outputPicos: bigint;
+}
+
+/**
+ * USD per million tokens is micro-USD per token, so the decimal-exact micro conversion of the
+ * price gives pico-USD per token with no float arithmetic.
+ */
+export function tokenPrices(model: CatalogEntry): TokenPrices {
+  return {
+    inputPicos: priceToPicos(model, 'input_price_per_million'),
+    outputPicos: priceToPicos(model, 'output_price_per_million'),
+  };
+}
+
+function priceToPicos(model: CatalogEntry, field: 'input_price_per_million' | 'output_price_per_million'): bigint {
+  const picos = usdToMicros(model[field] ?? 0);
+  if (picos === null) {
+    throw new GatewayError(
+      ErrorCode.ConfigError,
+      `Model ${model.id}: ${field} must be a non-negative price with at most 6 decimals.`,
+    );
+  }
+  return picos;
+}
+

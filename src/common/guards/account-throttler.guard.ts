@@ -1,0 +1,29 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ThrottlerException, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
+import { GatewayRequest } from '../http/gateway-request';
+
+/**
+ * The per-account chat burst limit (limits.chat_burst). Runs after the global ApiKeyGuard, so the
+ * tracker is the authenticated account: every key of an account shares one budget, whatever its IP.
+ */
+@Injectable()
+export class AccountThrottlerGuard extends ThrottlerGuard {
+  private readonly failures = new Logger(AccountThrottlerGuard.name);
+
+  protected async getTracker(req: Record<string, unknown>): Promise<string> {
+    const accountId = (req as unknown as GatewayRequest).auth?.accountId;
+    // Unreachable behind ApiKeyGuard; kept so a misconfigured route never shares one global bucket.
+    return accountId ? `account:${accountId}` : `ip:${String((req as unknown as GatewayRequest).ip)}`;
+  }
+
+  /** A counter store outage (Redis down) lets requests through rather than failing every chat call. */
+  protected async handleRequest(requestProps: ThrottlerRequest): Promise<boolean> {
+    try {
+      return await super.handleRequest(requestProps);
+    } catch (err) {
+      if (err instanceof ThrottlerException) throw err;
+      this.failures.error({ err }, `Burst-limit counter store failed, request let through: ${(err as Error).message}`);
+      return true;
+    }
+  }
+}

@@ -1,0 +1,347 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { BillingService, Reservation } from '../src/billing/billing.service';
+import { HoldSweeper } from '../src/billing/hold-sweeper.service';
+import { GatewayRequest } from '../src/common/http/gateway-request';
+import { monthKey } from '../src/common/month';
+import { CatalogEntry } from '../src/config/gateway-config.schema';
+import { AdminClient } from './support/admin-client';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
+
+// $1.25 / $10 per million tokens: 1.25 and 10 micro-USD per token.
+const MODEL = {
+  id: 'billing-test-model',
+  kind: 'chat',
+  provider: 'local',
+  upstream_model: 'dev-echo',
+  input_price_per_million: 1.25,
+  output_price_per_million: 10,
+  max_output_tokens: 1000,
+};
+
+function addModel(raw: RawConfig): void {
+  raw.catalog.push(MODEL);
+}
+
+/** A request as the auth guard leaves it, so settle can write the usage record. */
+function fakeRequest(accountId: string, keyId: string): GatewayRequest {
+  return {
+    id: `req_${randomUUID()}`,
+    path: '/v1/chat/completions',
+    auth: { accountId, keyId },
+    usage: {
+      endpoint: '/v1/chat/completions',
+      startedAt: process.hrtime.bigint(),
+      model: MODEL.id,
+      promptTokens: 0,
+      completionTokens: 0,
+      audioSeconds: 0,
+      inputChars: 0,
+      streamed: false,
+      errorCode: null,
+      recorded: false,
+    },
+  } as unknown as GatewayRequest;
+}
+
+describe('BillingService against PostgreSQL', () => {
+  let gw: TestApp;
+  let admin: AdminClient;
+  let billing: BillingService;
+  let db: DataSource;
+  let model: CatalogEntry;
+
+  beforeAll(async () => {
+    gw = await startTestApp({ config: addModel });
+    admin = new AdminClient(gw.url);
+    billing = gw.app.get(BillingService);
+    db = gw.app.get(DataSource);
+    model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
+  });
+  afterAll(() => gw.close());
+
+  async function money(accountId: string) {
+    const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
+    const [ledger] = await db.query(`SELECT COALESCE(SUM(amount_micros), 0) AS sum FROM ledger_entries WHERE account_id = $1`, [accountId]);
+    const [counter] = await db.query(`SELECT spend_micros, held_micros FROM monthly_counters WHERE account_id = $1 AND month = $2`, [
+      accountId,
+      monthKey(),
+    ]);
+    const [holds] = await db.query(`SELECT COUNT(*)::int AS n FROM holds WHERE account_id = $1`, [accountId]);
+    return {
+      balance: BigInt(account.balance_micros),
+      reserved: BigInt(account.reserved_micros),
+      ledgerSum: BigInt(ledger.sum),
+      spend: BigInt(counter?.spend_micros ?? 0),
+      held: BigInt(counter?.held_micros ?? 0),
+      holds: holds.n as number,
+    };
+  }
+
+  function reserve(accountId: string, promptTokens: number, requestedMaxTokens: number | null, requestId = `req_${randomUUID()}`) {
+    return billing.reserve({ accountId, requestId, model, promptTokens, requestedMaxTokens });
+  }
+
+  it('holds the worst case, then charges prompt × input + completion × output exactly, with ledger entry and usage record', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const req = fakeRequest(accountId, keyId);
+    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 1000, requestedMaxTokens: 200 });
+    // 1000 × 1.25 + 200 × 10 = 3250 micro-USD
+    expect(reservation).toMatchObject({ holdMicros: 3250n, outputAllowance: 200, capped: false });
+    expect(await money(accountId)).toMatchObject({ balance: 1_000_000n, reserved: 3250n, held: 3250n, holds: 1 });
+
+    // 997 × 1.25 = 1246.25, + 123 × 10 = 2476.25 → 2476 micro-USD (rounded half up, once)
+    const cost = await billing.settle(reservation, req, { promptTokens: 997, completionTokens: 123 }, 200);
+    expect(cost).toBe(2476n);
+    const after = await money(accountId);
+    expect(after).toMatchObject({ balance: 1_000_000n - 2476n, reserved: 0n, held: 0n, spend: 2476n, holds: 0 });
+    expect(after.ledgerSum).toBe(after.balance);
+
+    const ledger = await db.query(`SELECT kind, amount_micros, balance_after_micros, request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [
+      accountId,
+    ]);
+    expect(ledger).toEqual([{ kind: 'charge', amount_micros: '-2476', balance_after_micros: String(1_000_000 - 2476), request_id: req.id }]);
+    const usage = await db.query(`SELECT status, prompt_tokens, completion_tokens, cost_micros, model FROM usage_records WHERE request_id = $1`, [req.id]);
+    expect(usage).toEqual([{ status: 200, prompt_tokens: 997, completion_tokens: 123, cost_micros: '2476', model: MODEL.id }]);
+  });
+
+  it('rounds half up: 2 prompt tokens at 1.25 = 2.5 → 3 micro-USD; 1 token = 1.25 → 1', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const r1 = await reserve(accountId, 2, 0);
+    expect(r1.holdMicros).toBe(3n);
+    expect(await billing.settle(r1, fakeRequest(accountId, keyId), { promptTokens: 2, completionTokens: 0 }, 200)).toBe(3n);
+    const r2 = await reserve(accountId, 1, 0);
+    expect(await billing.settle(r2, fakeRequest(accountId, keyId), { promptTokens: 1, completionTokens: 0 }, 200)).toBe(1n);
+    expect((await money(accountId)).balance).toBe(1_000_000n - 4n);
+  });
+
+  it('never charges more than the hold, even when the upstream overran the allowance', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const reservation = await reserve(accountId, 100, 10); // 125 + 100 = 225
+    const cost = await billing.settle(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 50 }, 200);
+    expect(cost).toBe(225n);
+    expect((await money(accountId)).balance).toBe(1_000_000n - 225n);
+  });
+
+  it('caps the output allowance to what the credits afford when the client set no max_tokens', async () => {
+    // $0.001 = 1000 micro-USD; 100 prompt tokens = 125 → 875 left → 87 output tokens (+0.5 rounding slack).
+    const { accountId } = await admin.createAccount({ creditsUsd: '0.001' });
+    const reservation = await reserve(accountId, 100, null);
+    expect(reservation).toMatchObject({ outputAllowance: 87, capped: true, holdMicros: 995n });
+    const state = await money(accountId);
+    expect(state.reserved).toBe(995n);
+    await billing.release(reservation);
+    expect(await money(accountId)).toMatchObject({ reserved: 0n, held: 0n, balance: 1000n, holds: 0 });
+  });
+
+  it('uses the model maximum, uncapped, when it is affordable', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1' });
+    const reservation = await reserve(accountId, 10, null);
+    expect(reservation).toMatchObject({ outputAllowance: 1000, capped: false, holdMicros: 10_013n });
+    await billing.release(reservation);
+  });
+
+  it('caps to the monthly limit when it binds before the credits', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1', monthlyLimitUsd: '0.0005' });
+    const reservation = await reserve(accountId, 100, null); // 500 − 125 = 375 → 37 tokens
+    expect(reservation).toMatchObject({ outputAllowance: 37, capped: true, holdMicros: 495n });
+    await billing.release(reservation);
+  });
+
+  it('declines an unaffordable max_tokens with 402 insufficient_credits, saying what is affordable, and changes nothing', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '0.001' });
+    const err = await reserve(accountId, 100, 500).catch((e) => e);
+    expect(err).toMatchObject({ code: 'insufficient_credits', status: 402 });
+    expect(err.message).toMatch(/\$0\.001000 available/);
+    expect(err.message).toMatch(/at most 87 output tokens/);
+    expect(await money(accountId)).toMatchObject({ balance: 1000n, reserved: 0n, held: 0n, holds: 0 });
+  });
+
+  it('declines with monthly_limit_reached when the spending limit is the binding constraint', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1', monthlyLimitUsd: '0.0005' });
+    const err = await reserve(accountId, 100, 500).catch((e) => e);
+    expect(err).toMatchObject({ code: 'monthly_limit_reached', status: 402 });
+    expect(err.message).toMatch(/\$0\.000500 of this month's \$0\.000500 limit remains/);
+    expect(err.message).toMatch(/at most 37 output tokens/);
+  });
+
+  it('declines an absurd max_tokens with 402, not a database error', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
+    await expect(reserve(accountId, 10, 1e12)).rejects.toMatchObject({ code: 'insufficient_credits', status: 402 });
+  });
+
+  it('declines an empty balance and a prompt that alone is not affordable', async () => {
+    const empty = await admin.createAccount();
+    await expect(reserve(empty.accountId, 1, null)).rejects.toMatchObject({ code: 'insufficient_credits' });
+    const small = await admin.createAccount({ creditsUsd: '0.0001' }); // 100 micro-USD < 100 prompt tokens × 1.25
+    const err = await reserve(small.accountId, 100, null).catch((e) => e);
+    expect(err).toMatchObject({ code: 'insufficient_credits' });
+    expect(err.message).toMatch(/not even the prompt/);
+  });
+
+  it('does not count last month\'s spend against this month\'s limit', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1', monthlyLimitUsd: '0.01' });
+    const now = new Date();
+    const lastMonth = monthKey(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15)));
+    await db.query(`INSERT INTO monthly_counters (account_id, month, spend_micros) VALUES ($1, $2, 10000)`, [accountId, lastMonth]);
+    const reservation = await reserve(accountId, 100, 100);
+    expect(reservation.holdMicros).toBe(1125n);
+    await billing.release(reservation);
+
+    await db.query(`UPDATE monthly_counters SET spend_micros = 10000 WHERE account_id = $1 AND month = $2`, [accountId, monthKey()]);
+    await expect(reserve(accountId, 100, 100)).rejects.toMatchObject({ code: 'monthly_limit_reached' });
+  });
+
+  it('is idempotent: a second settle or release neither charges nor releases again', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const req = fakeRequest(accountId, keyId);
+    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    const other = await reserve(accountId, 100, 100); // keeps reserved_micros non-zero
+    expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 10 }, 200)).toBe(225n);
+    expect(await billing.settle(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200)).toBe(0n);
+    await billing.release(reservation);
+    const state = await money(accountId);
+    expect(state).toMatchObject({ balance: 1_000_000n - 225n, reserved: other.holdMicros, held: other.holdMicros, spend: 225n, holds: 1 });
+    expect(state.ledgerSum).toBe(state.balance);
+    await billing.release(other);
+    await billing.release(other);
+    expect(await money(accountId)).toMatchObject({ reserved: 0n, held: 0n });
+  });
+
+  it('never lets 100 concurrent reservations hold more than the balance', async () => {
+    // Each request holds 100 × 1.25 + 100 × 10 = 1125 micro-USD; $0.0225 covers exactly 20.
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '0.0225' });
+    const results = await Promise.allSettled(Array.from({ length: 100 }, () => reserve(accountId, 100, 100)));
+    const held = results.filter((r): r is PromiseFulfilledResult<Reservation> => r.status === 'fulfilled').map((r) => r.value);
+    const declined = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(held).toHaveLength(20);
+    expect(declined.every((r) => r.reason.code === 'insufficient_credits')).toBe(true);
+    expect(await money(accountId)).toMatchObject({ reserved: 22_500n, held: 22_500n, holds: 20 });
+
+    await Promise.all(held.map((r) => billing.settle(r, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 100 }, 200)));
+    const state = await money(accountId);
+    expect(state).toMatchObject({ balance: 0n, reserved: 0n, held: 0n, spend: 22_500n, holds: 0 });
+    expect(state.ledgerSum).toBe(0n);
+  });
+
+  it('never lets concurrent reservations exceed the monthly limit', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '10', monthlyLimitUsd: '0.0225' });
+    const results = await Promise.allSettled(Array.from({ length: 100 }, () => reserve(accountId, 100, 100)));
+    const held = results.filter((r) => r.status === 'fulfilled');
+    expect(held).toHaveLength(20);
+    expect(results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason.code === 'monthly_limit_reached')).toBe(true);
+    expect(await money(accountId)).toMatchObject({ held: 22_500n });
+  });
+});
+
+describe('BillingService on two app instances sharing one database', () => {
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startTestApp({ config: addModel }), startTestApp({ config: addModel })]);
+  });
+  afterAll(() => Promise.all([a.close(), b.close()]));
+
+  it('never holds more than the balance when both replicas reserve at once', async () => {
+    const { accountId } = await new AdminClient(a.url).createAccount({ creditsUsd: '0.0225' });
+    const model = a.config.catalog.find((m) => m.id === MODEL.id)!;
+    const services = [a.app.get(BillingService), b.app.get(BillingService)];
+    const results = await Promise.allSettled(
+      Array.from({ length: 100 }, (_, i) =>
+        services[i % 2].reserve({ accountId, requestId: `req_${randomUUID()}`, model, promptTokens: 100, requestedMaxTokens: 100 }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(20);
+    const [account] = await a.app.get(DataSource).query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
+    expect(account).toEqual({ balance_micros: '22500', reserved_micros: '22500' });
+  });
+});
+
+describe('HoldSweeper', () => {
+  let gw: TestApp;
+  let admin: AdminClient;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    gw = await startTestApp({
+      config: (raw) => {
+        addModel(raw);
+        raw.billing = { hold_sweep_interval_s: 1, hold_sweep_margin_s: 1 };
+      },
+    });
+    admin = new AdminClient(gw.url);
+    db = gw.app.get(DataSource);
+  });
+  afterAll(() => gw.close());
+
+  /** What a process that crashed after reserving leaves behind. */
+  async function strandedHold(accountId: string, micros: number, expiresInS: number): Promise<string> {
+    const requestId = `req_${randomUUID()}`;
+    await db.transaction(async (m) => {
+      await m.query(`INSERT INTO holds (account_id, request_id, amount_micros, month, expires_at)
+                     VALUES ($1, $2, $3, $4, now() + $5 * interval '1 second')`, [accountId, requestId, micros, monthKey(), expiresInS]);
+      await m.query(`UPDATE accounts SET reserved_micros = reserved_micros + $2 WHERE id = $1`, [accountId, micros]);
+      await m.query(`INSERT INTO monthly_counters (account_id, month, held_micros) VALUES ($1, $2, $3)
+                     ON CONFLICT (account_id, month) DO UPDATE SET held_micros = monthly_counters.held_micros + $3`, [accountId, monthKey(), micros]);
+    });
+    return requestId;
+  }
+
+  async function reserved(accountId: string) {
+    const [row] = await db.query(
+      `SELECT a.reserved_micros, c.held_micros FROM accounts a JOIN monthly_counters c ON c.account_id = a.id AND c.month = $2 WHERE a.id = $1`,
+      [accountId, monthKey()],
+    );
+    return { reserved: BigInt(row.reserved_micros), held: BigInt(row.held_micros) };
+  }
+
+  it('releases an expired hold left by a dead process, and keeps the not-yet-expired one', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1' });
+    const stale = await strandedHold(accountId, 5000, -5);
+    const fresh = await strandedHold(accountId, 700, 3600);
+    expect(await reserved(accountId)).toEqual({ reserved: 5700n, held: 5700n });
+
+    await waitFor(async () => (await reserved(accountId)).reserved === 700n, 5000);
+    expect(await reserved(accountId)).toEqual({ reserved: 700n, held: 700n });
+    expect(await db.query(`SELECT request_id FROM holds WHERE account_id = $1`, [accountId])).toEqual([{ request_id: fresh }]);
+    expect(await db.query(`SELECT 1 FROM holds WHERE request_id = $1`, [stale])).toEqual([]);
+  });
+
+  it('keeps the holds of requests still running in this process alive past their expiry', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const billing = gw.app.get(BillingService);
+    const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
+    const req = fakeRequest(accountId, keyId);
+    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    // Pretend the request has already outlived its time-to-live.
+    await db.query(`UPDATE holds SET expires_at = now() - interval '1 second' WHERE request_id = $1`, [req.id]);
+    await gw.app.get(HoldSweeper).tick();
+    expect(await reserved(accountId)).toEqual({ reserved: 1125n, held: 1125n });
+    expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200)).toBe(1125n);
+    expect(await reserved(accountId)).toEqual({ reserved: 0n, held: 0n });
+  });
+
+  it('settling a request whose hold was swept charges only what is still free and releases nothing twice', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '0.002' });
+    const billing = gw.app.get(BillingService);
+    const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
+    const req = fakeRequest(accountId, keyId);
+    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    // Another replica's sweeper took the hold (as if this process had stalled); release does the same SQL.
+    await billing.release(reservation);
+    await strandedHold(accountId, 1500, 3600); // someone else now holds most of the balance
+    const cost = await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200);
+    expect(cost).toBe(500n); // 2000 − 1500 still free, not the full 1125
+    const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
+    expect(account).toEqual({ balance_micros: '1500', reserved_micros: '1500' });
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,138 @@
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { ThrottlerStorage } from '@nestjs/throttler';
+import OpenAI from 'openai';
+import { AdminClient } from './support/admin-client';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
+
+const LIMIT = 5;
+
+function burst(window_s: number) {
+  return (raw: RawConfig) => {
+    raw.limits.chat_burst = { requests: LIMIT, window_s };
+  };
+}
+
+/** A cheap, valid chat request answered by the built-in dev-echo model. */
+function chat(gw: TestApp, key: string): Promise<Response> {
+  return fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'dev-echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }),
+  });
+}
+
+async function expectRateLimited(res: Response): Promise<void> {
+  expect(res.status).toBe(429);
+  const retryAfter = Number(res.headers.get('retry-after'));
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  const body: any = await res.json();
+  expect(body.error).toMatchObject({ code: 'rate_limit_exceeded', type: 'rate_limit_error' });
+}
+
+describe('chat burst limit per account (in-process counters)', () => {
+  let gw: TestApp;
+  let admin: AdminClient;
+
+  beforeAll(async () => {
+    gw = await startTestApp({ config: burst(60) });
+    admin = new AdminClient(gw.url);
+  });
+  afterAll(() => gw.close());
+
+  it('answers 429 rate_limit_exceeded with Retry-After once an account exceeds the burst, leaving other accounts alone', async () => {
+    const first = await admin.createAccount({ creditsUsd: 1 });
+    const second = await admin.createAccount({ creditsUsd: 1 });
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await chat(gw, first.key);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit')).toBe(String(LIMIT));
+    }
+    await expectRateLimited(await chat(gw, first.key));
+
+    // Throttled requests are not billed and are recorded with their code.
+    // The usage record is written when the response closes; give it a moment.
+    await new Promise((r) => setTimeout(r, 200));
+    const usage = await admin.usage(first.accountId);
+    expect(usage.totals.requests).toBe(LIMIT + 1);
+    expect(usage.latest.filter((r: any) => r.status === 429)).toEqual([
+      expect.objectContaining({ error_code: 'rate_limit_exceeded', cost_usd: '0.000000' }),
+    ]);
+
+    expect((await chat(gw, second.key)).status).toBe(200);
+  });
+
+  it('tracks the account, not the key: a second key of the same account shares the budget', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: 1 });
+    const other = await admin.request('POST', `/accounts/${accountId}/keys`, { name: 'second' });
+    expect(other.status).toBe(201);
+    for (let i = 0; i < LIMIT; i++) expect((await chat(gw, i % 2 ? key : other.body.key)).status).toBe(200);
+    await expectRateLimited(await chat(gw, other.body.key));
+  });
+
+  it('is seen by the openai SDK as a RateLimitError', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: 1 });
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const send = () => client.chat.completions.create({ model: 'dev-echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+    for (let i = 0; i < LIMIT; i++) await send();
+    const err = await send().catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err.code).toBe('rate_limit_exceeded');
+  });
+
+  it('does not limit the other endpoints', async () => {
+    const { key } = await admin.createAccount();
+    for (let i = 0; i < LIMIT + 2; i++) {
+      const res = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(200);
+    }
+  });
+});
+
+describe('chat burst limit window', () => {
+  let gw: TestApp | undefined;
+  afterAll(() => gw?.close());
+
+  it('lets the account through again once the window has passed', async () => {
+    const app = (gw = await startTestApp({ config: burst(1) }));
+    const { key } = await new AdminClient(app.url).createAccount({ creditsUsd: 1 });
+    for (let i = 0; i < LIMIT; i++) expect((await chat(app, key)).status).toBe(200);
+    await expectRateLimited(await chat(app, key));
+    await new Promise((r) => setTimeout(r, 2100));
+    expect((await chat(app, key)).status).toBe(200);
+  });
+});
+
+const redisUrl = process.env.REDIS_URL;
+(redisUrl ? describe : describe.skip)('chat burst limit shared by two instances through Redis', () => {
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([
+      startTestApp({ config: burst(60), env: { redisUrl } }),
+      startTestApp({ config: burst(60), env: { redisUrl } }),
+    ]);
+  });
+  afterAll(() => Promise.all([a.close(), b.close()]));
+
+  it('counts requests to either instance against one per-account budget', async () => {
+    const admin = new AdminClient(a.url);
+    const first = await admin.createAccount({ creditsUsd: 1 });
+    const second = await admin.createAccount({ creditsUsd: 1 });
+    for (let i = 0; i < LIMIT; i++) expect((await chat(i % 2 ? b : a, first.key)).status).toBe(200);
+    await expectRateLimited(await chat(a, first.key));
+    await expectRateLimited(await chat(b, first.key));
+    expect((await chat(b, second.key)).status).toBe(200);
+  });
+});
+
+(redisUrl ? it : it.skip)('closes its Redis connection when the app shuts down', async () => {
+  const gw = await startTestApp({ env: { redisUrl } });
+  const storage = gw.app.get(ThrottlerStorage) as ThrottlerStorageRedisService;
+  expect(storage).toBeInstanceOf(ThrottlerStorageRedisService);
+  await storage.redis.ping();
+  await gw.close();
+  expect(storage.redis.status).toBe('end');
+});
