@@ -14,8 +14,29 @@ function load(): Ajv2020 {
   ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
   addFormats(ajv);
   ajv.addFormat('unixtime', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= 0 });
-  ajv.addSchema({ $id: 'openai', components: spec.components }, 'openai');
+  ajv.addSchema({ $id: 'openai', components: normalizeNullable(spec.components) }, 'openai');
   return ajv;
+}
+
+/**
+ * The document mixes OpenAPI 3.0's `nullable` into 3.1 schemas (beside `$ref`/`oneOf` without a `type`,
+ * or beside an `enum` that lacks null), which Ajv refuses or misreads; it is rewritten to its meaning.
+ */
+function normalizeNullable(node: any): any {
+  if (Array.isArray(node)) return node.map(normalizeNullable);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, any> = {};
+  for (const [k, v] of Object.entries(node)) out[k] = normalizeNullable(v);
+  if (!('nullable' in out)) return out;
+  const { nullable, ...rest } = out;
+  if (!nullable) return rest;
+  if (!('type' in rest)) return { anyOf: [rest, { type: 'null' }] };
+  const types = Array.isArray(rest.type) ? rest.type : [rest.type];
+  return {
+    ...rest,
+    type: types.includes('null') ? types : [...types, 'null'],
+    ...(Array.isArray(rest.enum) && !rest.enum.includes(null) ? { enum: [...rest.enum, null] } : {}),
+  };
 }
 
 /**

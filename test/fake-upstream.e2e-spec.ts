@@ -1,0 +1,112 @@
+import OpenAI, { toFile } from 'openai';
+import { expectValidAgainst } from './support/openapi';
+import { FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
+
+// The fake upstream is only useful if a real OpenAI client accepts what it says.
+describe('fake upstream (self-check with the openai SDK)', () => {
+  let fake: FakeUpstream;
+  let sdk: OpenAI;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    sdk = new OpenAI({ apiKey: 'sk-fake', baseURL: fake.url, maxRetries: 0, timeout: 2000 });
+  });
+  afterAll(() => fake.close());
+  beforeEach(() => fake.resetState());
+
+  it('answers a chat completion with the configured reply and usage, truncated by max_tokens', async () => {
+    fake.reply = { content: 'one two three four', promptTokens: 7, completionTokens: 4 };
+    const full = await sdk.chat.completions.create({ model: 'm-1', messages: [{ role: 'user', content: 'hi' }], temperature: 0.3 });
+    expectValidAgainst('CreateChatCompletionResponse', full);
+    expect(full).toMatchObject({ model: 'm-1', choices: [{ message: { content: 'one two three four' }, finish_reason: 'stop' }] });
+    expect(full.usage).toMatchObject({ prompt_tokens: 7, completion_tokens: 4, total_tokens: 11 });
+    const cut = await sdk.chat.completions.create({ model: 'm-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    expect(cut).toMatchObject({ choices: [{ message: { content: 'one two' }, finish_reason: 'length' }], usage: { completion_tokens: 2 } });
+    expect(fake.requests.map((r) => r.body.temperature)).toEqual([0.3, undefined]);
+    expect(fake.requests[0].headers.authorization).toBe('Bearer sk-fake');
+  });
+
+  it('streams word by word, with the usage chunk only when asked', async () => {
+    fake.reply = { content: 'alpha beta gamma', promptTokens: 3, completionTokens: 3 };
+    const chunks: any[] = [];
+    const stream = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } });
+    for await (const c of stream) chunks.push(c);
+    chunks.forEach((c) => expectValidAgainst('CreateChatCompletionStreamResponse', c));
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? null).join('|')).toBe('|alpha| beta| gamma||');
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 3 } });
+
+    const plain: any[] = [];
+    for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true })) plain.push(c);
+    expect(plain.some((c) => c.usage)).toBe(false);
+    expect(plain.at(-1).choices[0].finish_reason).toBe('stop');
+  });
+
+  it('fails as told, for the next N requests only', async () => {
+    fake.failNext('status4xx');
+    fake.failNext('status500');
+    fake.failNext('malformedJson');
+    fake.failNext('reset');
+    const send = () => sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(await send()).toMatchObject({ status: 400, message: expect.stringContaining('rejected this request') });
+    expect(await send()).toMatchObject({ status: 500 });
+    expect(await send()).toMatchObject({ name: 'SyntaxError' });
+    expect(await send()).toBeInstanceOf(OpenAI.APIConnectionError);
+    expect((await send()).choices[0].message.content).toBe(FakeUpstream.defaultReply().content);
+    expect(fake.aborted()).toHaveLength(0);
+  });
+
+  it('records a client that gives up on a hung request, and one that leaves a slow stream', async () => {
+    fake.failNext('hang');
+    const err = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { timeout: 200 }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
+    await fake.waitFor(() => fake.aborted().length === 1);
+
+    fake.chunkDelayMs = 100;
+    fake.reply = { content: 'a b c d e f g h', promptTokens: 1, completionTokens: 8 };
+    const stream = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true });
+    for await (const _ of stream) {
+      stream.controller.abort();
+      break;
+    }
+    await fake.waitFor(() => fake.aborted().length === 2);
+    expect(fake.requests[1].finished).toBe(false);
+  });
+
+  it('breaks a stream midway', async () => {
+    fake.failNext('midStreamFailure');
+    fake.reply = { content: 'a b c d e f', promptTokens: 1, completionTokens: 6 };
+    const seen: string[] = [];
+    const err = await (async () => {
+      for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true })) {
+        seen.push(c.choices[0]?.delta.content ?? '');
+      }
+    })().catch((e) => e);
+    expect(err).toMatchObject({ message: expect.any(String) });
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.length).toBeLessThan(8);
+    expect(fake.aborted()).toHaveLength(0);
+  });
+
+  it('transcribes multipart uploads in verbose_json and records the fields', async () => {
+    const res = await sdk.audio.transcriptions.create({
+      file: await toFile(Buffer.from('RIFF....WAVEfmt '), 'a.wav', { type: 'audio/wav' }),
+      model: 'whisper-1',
+      response_format: 'verbose_json',
+    });
+    expect(res).toMatchObject({ text: 'Hello world.', language: 'english', duration: 1.5 });
+    expect(fake.requests[0].fields).toMatchObject({ model: 'whisper-1', response_format: 'verbose_json' });
+    expect(fake.requests[0].file).toEqual({ filename: 'a.wav', type: 'audio/wav', size: 16 });
+  });
+
+  it('streams speech audio with the content type of the format', async () => {
+    const res = await sdk.audio.speech.create({ model: 'tts-1', input: 'hi', voice: 'alloy', response_format: 'flac' });
+    expect(res.headers.get('content-type')).toBe('audio/flac');
+    expect(Buffer.from(await res.arrayBuffer()).equals(fake.speechAudio)).toBe(true);
+  });
+
+  it('gives a URL where connections are refused', async () => {
+    const refused = new OpenAI({ apiKey: 'x', baseURL: await unusedPortUrl(), maxRetries: 0 });
+    const err = await refused.models.list().catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
+  });
+});

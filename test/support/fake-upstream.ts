@@ -1,0 +1,332 @@
+import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+
+/**
+ * A fake OpenAI-compatible upstream over real HTTP on 127.0.0.1 (base URL `fake.url`, ending in /v1):
+ * chat completions (JSON and SSE), transcriptions (multipart, verbose_json) and speech (streamed audio),
+ * with failure modes, and a record of every request it received and whether its client gave up on it.
+ */
+
+export type FailureMode =
+  | 'status4xx' // 400 with an OpenAI error body carrying `failureMessage`
+  | 'status500'
+  | 'malformedJson' // 200 with a body that does not parse
+  | 'reset' // the socket is destroyed before any answer
+  | 'hang' // never answers
+  | 'midStreamFailure' // part of the answer, then the socket is destroyed
+  | 'slowChunks'; // a normal answer with `slowChunkDelayMs` between chunks
+
+export interface FakeReply {
+  content: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface RecordedFile {
+  filename: string;
+  type: string;
+  size: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body (chat, speech); undefined for multipart or unparseable bodies. */
+  body: any;
+  /** Multipart text fields (transcriptions). */
+  fields: Record<string, string>;
+  file?: RecordedFile;
+  /** The client closed the connection before the answer was complete. */
+  aborted: boolean;
+  /** The whole answer was written. */
+  finished: boolean;
+}
+
+export interface FakeTranscription {
+  text: string;
+  language: string;
+  duration: number;
+  segments: Record<string, unknown>[];
+}
+
+const SPEECH_CONTENT_TYPES: Record<string, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/opus',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class FakeUpstream {
+  /** e.g. http://127.0.0.1:41234/v1 */
+  url = '';
+  reply: FakeReply = FakeUpstream.defaultReply();
+  transcription: FakeTranscription = FakeUpstream.defaultTranscription();
+  speechAudio: Buffer = Buffer.from('ID3fake-audio-bytes-'.repeat(64));
+  /** Waited before the answer starts (makes concurrent requests overlap). */
+  responseDelayMs = 0;
+  /** Waited between SSE chunks and between audio chunks. */
+  chunkDelayMs = 0;
+  slowChunkDelayMs = 1000;
+  failureMessage = 'The fake upstream rejected this request.';
+  /** A mode applied to every request until cleared; `failNext` takes precedence. */
+  failure: FailureMode | null = null;
+  readonly requests: RecordedRequest[] = [];
+  private readonly queued: FailureMode[] = [];
+  private server!: Server;
+
+  static defaultReply(): FakeReply {
+    return { content: 'Hello from the fake upstream.', promptTokens: 12, completionTokens: 5 };
+  }
+
+  static defaultTranscription(): FakeTranscription {
+    return {
+      text: 'Hello world.',
+      language: 'english',
+      duration: 1.5,
+      segments: [{ id: 0, seek: 0, start: 0, end: 1.5, text: ' Hello world.', tokens: [50364, 2425, 1002, 13], temperature: 0, avg_logprob: -0.2, compression_ratio: 0.8, no_speech_prob: 0.01 }],
+    };
+  }
+
+  /** The next `times` requests fail with `mode`, then normal answers resume. */
+  failNext(mode: FailureMode, times = 1): void {
+    for (let i = 0; i < times; i++) this.queued.push(mode);
+  }
+
+  /** Back to normal answers and default replies, with an empty record. */
+  resetState(): void {
+    this.requests.length = 0;
+    this.queued.length = 0;
+    this.failure = null;
+    this.reply = FakeUpstream.defaultReply();
+    this.transcription = FakeUpstream.defaultTranscription();
+    this.responseDelayMs = 0;
+    this.chunkDelayMs = 0;
+    this.failureMessage = 'The fake upstream rejected this request.';
+  }
+
+  aborted(): RecordedRequest[] {
+    return this.requests.filter((r) => r.aborted);
+  }
+
+  /** Resolves once `predicate` holds (polled), or throws after `timeoutMs`. */
+  async waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error('fake upstream: condition not met in time');
+      await sleep(10);
+    }
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch(() => res.destroy());
+    });
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+    return this;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readAll(req);
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: undefined, fields: {}, aborted: false, finished: false };
+    await this.parseInto(record, raw);
+    this.requests.push(record);
+    let destroyedByUs = false;
+    res.on('close', () => {
+      record.finished = res.writableFinished;
+      if (!res.writableFinished && !destroyedByUs) record.aborted = true;
+    });
+    const destroy = () => {
+      destroyedByUs = true;
+      req.socket.destroy();
+    };
+
+    const mode = this.queued.shift() ?? this.failure;
+    if (mode === 'hang') return;
+    if (mode === 'reset') return destroy();
+    if (this.responseDelayMs) await sleep(this.responseDelayMs);
+    if (res.destroyed) return;
+    if (mode === 'status4xx') {
+      return sendJson(res, 400, { error: { message: this.failureMessage, type: 'invalid_request_error', param: null, code: 'fake_rejection' } });
+    }
+    if (mode === 'status500') {
+      return sendJson(res, 500, { error: { message: 'The fake upstream had an internal error.', type: 'server_error', param: null, code: null } });
+    }
+    const ctx: AnswerContext = { res, mode, destroy, delay: mode === 'slowChunks' ? this.slowChunkDelayMs : this.chunkDelayMs };
+
+    if (req.method === 'POST' && record.path === '/v1/chat/completions' && record.body) return this.answerChat(record.body, ctx);
+    if (req.method === 'POST' && record.path === '/v1/audio/transcriptions') return this.answerTranscription(record, ctx);
+    if (req.method === 'POST' && record.path === '/v1/audio/speech' && record.body) return this.answerSpeech(record.body, ctx);
+    sendJson(res, 404, { error: { message: `fake upstream: no route ${req.method} ${record.path}`, type: 'invalid_request_error', param: null, code: null } });
+  }
+
+  private async parseInto(record: RecordedRequest, raw: Buffer): Promise<void> {
+    const contentType = String(record.headers['content-type'] ?? '');
+    if (contentType.startsWith('multipart/form-data')) {
+      const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData().catch(() => null);
+      for (const [name, value] of form ?? []) {
+        if (typeof value === 'string') record.fields[name] = value;
+        else record.file = { filename: value.name, type: value.type, size: value.size };
+      }
+      return;
+    }
+    try {
+      record.body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      record.body = undefined;
+    }
+  }
+
+  private async answerChat(body: any, ctx: AnswerContext): Promise<void> {
+    const { res, mode } = ctx;
+    const completion = this.completionFor(body);
+    const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
+    const usage = { prompt_tokens: this.reply.promptTokens, completion_tokens: completion.tokens, total_tokens: this.reply.promptTokens + completion.tokens };
+
+    if (body.stream !== true) {
+      if (mode === 'malformedJson') return sendRaw(res, 200, 'application/json', '{"id": "chatcmpl-broken", "choices": [');
+      const answer = {
+        ...base,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: completion.text, refusal: null }, logprobs: null, finish_reason: completion.finishReason }],
+        usage,
+      };
+      if (mode === 'midStreamFailure') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        await write(res, JSON.stringify(answer).slice(0, 40));
+        return ctx.destroy();
+      }
+      return sendJson(res, 200, answer);
+    }
+
+    const includeUsage = body.stream_options?.include_usage === true;
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+      ...base,
+      object: 'chat.completion.chunk',
+      choices,
+      ...(includeUsage ? { usage: null } : {}),
+      ...extra,
+    });
+    const events: unknown[] = [chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
+    completion.words.forEach((word, i) => {
+      events.push(chunk([{ index: 0, delta: { content: i === 0 ? word : ` ${word}` }, logprobs: null, finish_reason: null }]));
+    });
+    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: completion.finishReason }]));
+    if (includeUsage) events.push(chunk([], { usage }));
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
+    for (let i = 0; i < events.length; i++) {
+      if (res.destroyed) return;
+      if (i === failAfter) return ctx.destroy();
+      if (i > 0 && ctx.delay) await sleep(ctx.delay);
+      if (res.destroyed) return;
+      await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
+    }
+    res.end('data: [DONE]\n\n');
+  }
+
+  /** The reply, truncated to the client's max_tokens / max_completion_tokens (one word per token then). */
+  private completionFor(body: any): { text: string; words: string[]; tokens: number; finishReason: 'stop' | 'length' } {
+    const limit = body.max_completion_tokens ?? body.max_tokens;
+    const words = this.reply.content.split(/\s+/).filter(Boolean);
+    if (typeof limit === 'number' && limit < this.reply.completionTokens) {
+      const kept = words.slice(0, limit);
+      return { text: kept.join(' '), words: kept, tokens: limit, finishReason: 'length' };
+    }
+    return { text: this.reply.content, words, tokens: this.reply.completionTokens, finishReason: 'stop' };
+  }
+
+  private async answerTranscription(record: RecordedRequest, ctx: AnswerContext): Promise<void> {
+    const { res, mode } = ctx;
+    if (!record.file) {
+      return sendJson(res, 400, { error: { message: 'fake upstream: no file in the upload', type: 'invalid_request_error', param: 'file', code: null } });
+    }
+    if (mode === 'malformedJson') return sendRaw(res, 200, 'application/json', '{"text": "Hello wor');
+    const format = record.fields.response_format ?? 'json';
+    if (format === 'text') return sendRaw(res, 200, 'text/plain; charset=utf-8', this.transcription.text);
+    const answer = format === 'verbose_json' ? { task: 'transcribe', ...this.transcription } : { text: this.transcription.text };
+    if (mode === 'midStreamFailure') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      await write(res, JSON.stringify(answer).slice(0, 20));
+      return ctx.destroy();
+    }
+    if (ctx.delay) await sleep(ctx.delay);
+    sendJson(res, 200, answer);
+  }
+
+  private async answerSpeech(body: any, ctx: AnswerContext): Promise<void> {
+    const { res, mode } = ctx;
+    const format = typeof body.response_format === 'string' ? body.response_format : 'mp3';
+    const contentType = SPEECH_CONTENT_TYPES[format];
+    if (!contentType) {
+      return sendJson(res, 400, { error: { message: `fake upstream: unsupported response_format ${format}`, type: 'invalid_request_error', param: 'response_format', code: null } });
+    }
+    if (mode === 'malformedJson') return sendRaw(res, 200, 'application/json', '{"audio": ');
+    res.writeHead(200, { 'content-type': contentType, 'transfer-encoding': 'chunked' });
+    const parts = 4;
+    const size = Math.ceil(this.speechAudio.length / parts);
+    for (let i = 0; i < parts; i++) {
+      if (res.destroyed) return;
+      if (mode === 'midStreamFailure' && i === parts / 2) return ctx.destroy();
+      if (i > 0 && ctx.delay) await sleep(ctx.delay);
+      if (res.destroyed) return;
+      await write(res, this.speechAudio.subarray(i * size, (i + 1) * size));
+    }
+    res.end();
+  }
+}
+
+interface AnswerContext {
+  res: ServerResponse;
+  mode: FailureMode | null;
+  destroy(): void;
+  delay: number;
+}
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  return new FakeUpstream().start();
+}
+
+/** A base URL (ending in /v1) on a loopback port that nothing listens on: connections are refused. */
+export async function unusedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Resolves once the data is handed to the socket, so that a later destroy cannot discard it. */
+function write(res: ServerResponse, data: string | Buffer): Promise<void> {
+  return new Promise((resolve) => res.write(data, () => resolve()));
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  sendRaw(res, status, 'application/json', JSON.stringify(body));
+}
+
+function sendRaw(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
