@@ -1,0 +1,156 @@
+import OpenAI from 'openai';
+import { DataSource } from 'typeorm';
+import { usdToMicros } from '../../src/common/money';
+import { RawConfig, TestApp } from './test-app';
+
+/** A chat model of the test catalog, served by a fake upstream. Prices in USD per million tokens. */
+export interface PricedModel {
+  id: string;
+  input: number;
+  output: number;
+  maxOutput: number;
+}
+
+export interface FakeProviderOptions {
+  /** Provider name in the config (several fakes can be configured side by side). */
+  name?: string;
+  requestMs?: number;
+  connectMs?: number;
+  /** Chat burst limit; high by default so that only the burst tests meet it. */
+  burst?: { requests: number; window_s: number };
+}
+
+/** The catalog's upstream_model for a test model: distinct from the id, to show the mapping. */
+export const upstreamModelOf = (model: PricedModel) => `upstream-${model.id}`;
+
+/** A config edit that adds an openai-compatible provider at `baseUrl` serving `models`. */
+export function withFakeProvider(baseUrl: string, models: PricedModel[], options: FakeProviderOptions = {}) {
+  const name = options.name ?? 'fake';
+  return (raw: RawConfig) => {
+    raw.providers[name] = {
+      type: 'openai-compatible',
+      base_url: baseUrl,
+      timeouts: { connect_ms: options.connectMs ?? 1000, request_ms: options.requestMs ?? 10_000 },
+    };
+    for (const m of models) {
+      raw.catalog.push({
+        id: m.id,
+        kind: 'chat',
+        provider: name,
+        upstream_model: upstreamModelOf(m),
+        input_price_per_million: m.input,
+        output_price_per_million: m.output,
+        max_output_tokens: m.maxOutput,
+      });
+    }
+    raw.limits.chat_burst = options.burst ?? { requests: 100_000, window_s: 1 };
+  };
+}
+
+/**
+ * The documented charge (docs/billing.md): prompt × input price + completion × output price, computed
+ * exactly in pico-USD and rounded once, half up, to the micro-dollar.
+ */
+export function costMicros(model: Pick<PricedModel, 'input' | 'output'>, promptTokens: number, completionTokens: number): bigint {
+  const picos = BigInt(promptTokens) * usdToMicros(model.input)! + BigInt(completionTokens) * usdToMicros(model.output)!;
+  return (picos + 500_000n) / 1_000_000n;
+}
+
+export function sdk(gw: TestApp, key: string): OpenAI {
+  return new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+}
+
+export function usd(micros: bigint): string {
+  return `${micros / 1_000_000n}.${(micros % 1_000_000n).toString().padStart(6, '0')}`;
+}
+
+export interface MoneyState {
+  balance: bigint;
+  reserved: bigint;
+  ledgerSum: bigint;
+  charges: { amount: bigint; requestId: string }[];
+  openHolds: number;
+}
+
+/** The account's money as stored: balance, reserved, the ledger and its charges, open holds. */
+export async function moneyOf(db: DataSource, accountId: string): Promise<MoneyState> {
+  const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
+  const ledger: { kind: string; amount_micros: string; request_id: string | null }[] = await db.query(
+    `SELECT kind, amount_micros, request_id FROM ledger_entries WHERE account_id = $1 ORDER BY id`,
+    [accountId],
+  );
+  const [holds] = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1`, [accountId]);
+  return {
+    balance: BigInt(account.balance_micros),
+    reserved: BigInt(account.reserved_micros),
+    ledgerSum: ledger.reduce((sum, row) => sum + BigInt(row.amount_micros), 0n),
+    charges: ledger.filter((r) => r.kind === 'charge').map((r) => ({ amount: -BigInt(r.amount_micros), requestId: r.request_id! })),
+    openHolds: holds.n,
+  };
+}
+
+export interface UsageRow {
+  request_id: string;
+  model: string | null;
+  endpoint: string;
+  status: number;
+  error_code: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_micros: string;
+  streamed: boolean;
+}
+
+export async function usageRowsOf(db: DataSource, accountId: string): Promise<UsageRow[]> {
+  return db.query(
+    `SELECT request_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, cost_micros, streamed
+       FROM usage_records WHERE account_id = $1 ORDER BY id`,
+    [accountId],
+  );
+}
+
+/**
+ * The account's usage records once there are `count` of them (failed requests are recorded when their
+ * response closes, just after the client has its answer); fails if more than `count` appear.
+ */
+export async function waitForUsageRows(db: DataSource, accountId: string, count: number, timeoutMs = 5000): Promise<UsageRow[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await usageRowsOf(db, accountId);
+    if (rows.length >= count || Date.now() > deadline) {
+      // A late duplicate would show up here: give it a moment before judging the count.
+      await new Promise((r) => setTimeout(r, 100));
+      return usageRowsOf(db, accountId);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** POSTs a raw body to /v1/chat/completions (for what the SDK would refuse to send). */
+export function postChat(gw: TestApp, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  });
+}
+
+/** The `data:` payloads of an SSE body, in order (`[DONE]` included as the string). */
+export async function readSseData(res: Response): Promise<string[]> {
+  const text = await res.text();
+  return parseSseData(text);
+}
+
+export function parseSseData(text: string): string[] {
+  return text
+    .split(/\r?\n\r?\n/)
+    .map((event) =>
+      event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(line.startsWith('data: ') ? 6 : 5))
+        .join('\n'),
+    )
+    .filter((data) => data.length > 0);
+}
