@@ -40,6 +40,8 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (status === 400 || status === 422) return new GatewayError(ErrorCode.InvalidRequest, message);
       if (status === 401) return new GatewayError(ErrorCode.InvalidApiKey, message);
       if (status < 500) return new GatewayError(ErrorCode.InvalidRequest, message, null, status);
+      // A deliberate 503 (readiness while the database is down) keeps its status; it is not a crash.
+      if (status === 503) return new GatewayError(ErrorCode.InternalError, message, null, status);
     }
     const err = exception instanceof Error ? exception : new Error(String(exception));
     this.logger.error({ err, requestId }, `Unhandled error in request ${requestId}: ${err.message}`);

@@ -1,0 +1,150 @@
+import {
+  BadRequestException,
+  ForbiddenException,
+  Logger,
+  NotFoundException,
+  PayloadTooLargeException,
+  ServiceUnavailableException,
+  UnauthorizedException,
+} from '@nestjs/common';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
+import { ThrottlerException } from '@nestjs/throttler';
+import { ErrorCode, GatewayError } from '../errors';
+import { GatewayExceptionFilter } from './gateway-exception.filter';
+
+interface FakeResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: unknown;
+  headersSent: boolean;
+  writableEnded: boolean;
+  ended: boolean;
+  status(code: number): FakeResponse;
+  json(body: unknown): FakeResponse;
+  setHeader(name: string, value: string): void;
+  end(): void;
+}
+
+function fakeResponse(headersSent = false): FakeResponse {
+  const res: FakeResponse = {
+    statusCode: 200,
+    headers: {},
+    body: undefined,
+    headersSent,
+    writableEnded: false,
+    ended: false,
+    status(code) {
+      if (this.headersSent) throw new Error('status() after headers were sent');
+      this.statusCode = code;
+      return this;
+    },
+    json(body) {
+      if (this.headersSent) throw new Error('json() after headers were sent');
+      this.body = body;
+      this.headersSent = true;
+      this.writableEnded = true;
+      return this;
+    },
+    setHeader(name, value) {
+      if (this.headersSent) throw new Error('setHeader() after headers were sent');
+      this.headers[name.toLowerCase()] = value;
+    },
+    end() {
+      this.ended = true;
+      this.writableEnded = true;
+    },
+  };
+  return res;
+}
+
+function run(exception: unknown, req: Record<string, unknown> = {}, res = fakeResponse()) {
+  const sut = new GatewayExceptionFilter();
+  sut.catch(exception, new ExecutionContextHost([req, res]));
+  return { req, res };
+}
+
+describe(GatewayExceptionFilter.name, () => {
+  let logged: jest.SpyInstance;
+
+  beforeEach(() => {
+    logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  });
+  afterEach(() => logged.mockRestore());
+
+  it('renders a GatewayError with its own status, type, param and code', () => {
+    const { res } = run(new GatewayError(ErrorCode.MissingModel, 'model is required', 'model'));
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toEqual({
+      error: { message: 'model is required', type: 'invalid_request_error', param: 'model', code: 'missing_model' },
+    });
+    expect(logged).not.toHaveBeenCalled();
+  });
+
+  it('keeps a status override (an upstream 4xx passed through)', () => {
+    const { res } = run(new GatewayError(ErrorCode.UpstreamRejected, 'upstream said no', null, 422));
+    expect(res.statusCode).toBe(422);
+    expect((res.body as any).error.code).toBe('upstream_rejected');
+  });
+
+  it('turns an unexpected exception into 500 internal_error without its stack, and logs the stack with the request id', () => {
+    const boom = new TypeError('cannot read properties of undefined (secret detail)');
+    const { req, res } = run(boom);
+    expect(res.statusCode).toBe(500);
+    const body = res.body as any;
+    expect(body.error).toMatchObject({ type: 'api_error', code: 'internal_error', param: null });
+    expect(body.error.message).toContain(req.id as string);
+    expect(JSON.stringify(body)).not.toContain('secret detail');
+    expect(JSON.stringify(body)).not.toContain(boom.stack!.split('\n')[1].trim());
+    expect(logged).toHaveBeenCalledWith(expect.objectContaining({ err: boom, requestId: req.id }), expect.any(String));
+  });
+
+  it('treats a thrown non-Error value as an internal error too', () => {
+    const { res } = run('just a string');
+    expect(res.statusCode).toBe(500);
+    expect((res.body as any).error.code).toBe('internal_error');
+  });
+
+  it.each([
+    [new NotFoundException('Cannot GET /v1/nope'), 404, 'not_found', 'invalid_request_error'],
+    [new PayloadTooLargeException(), 413, 'payload_too_large', 'invalid_request_error'],
+    [new BadRequestException(['name must be a string', 'extra should not exist']), 400, 'invalid_request_error', 'invalid_request_error'],
+    [new UnauthorizedException(), 401, 'invalid_api_key', 'authentication_error'],
+    [new ForbiddenException(), 403, 'invalid_request_error', 'invalid_request_error'],
+    [new ThrottlerException(), 429, 'rate_limit_exceeded', 'rate_limit_error'],
+    [new ServiceUnavailableException('database unreachable'), 503, 'internal_error', 'api_error'],
+  ])('maps %p to %i %s', (exception, status, code, type) => {
+    const { res } = run(exception);
+    expect(res.statusCode).toBe(status);
+    expect(res.body).toEqual({ error: { message: expect.any(String), type, param: null, code } });
+    expect(logged).not.toHaveBeenCalled();
+  });
+
+  it('joins class-validator messages into one readable message', () => {
+    const { res } = run(new BadRequestException(['name must be a string', 'extra should not exist']));
+    expect((res.body as any).error.message).toBe('name must be a string; extra should not exist');
+  });
+
+  it('gives the request an id and echoes it in x-request-id when nothing did before', () => {
+    const { req, res } = run(new GatewayError(ErrorCode.NotFound, 'nope'));
+    expect(req.id).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(res.headers['x-request-id']).toBe(req.id);
+  });
+
+  it('keeps the id the request already has', () => {
+    const { req } = run(new GatewayError(ErrorCode.NotFound, 'nope'), { id: 'req_existing' });
+    expect(req.id).toBe('req_existing');
+  });
+
+  it('notes the error code in the usage draft of an authenticated request', () => {
+    const usage = { errorCode: null as string | null };
+    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { usage });
+    expect(usage.errorCode).toBe('insufficient_credits');
+  });
+
+  it('only ends a response whose headers were already sent (a stream reports in-band)', () => {
+    const res = fakeResponse(true);
+    run(new Error('mid-stream failure'), { id: 'req_x' }, res);
+    expect(res.ended).toBe(true);
+    expect(res.body).toBeUndefined();
+  });
+});
