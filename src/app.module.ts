@@ -4,6 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module';
 import { BillingModule } from './billing/billing.module';
+import { ChatModule } from './chat/chat.module';
 import { BurstLimitModule } from './common/guards/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
@@ -16,6 +17,7 @@ import { HealthModule } from './health/health.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
 import { KeysModule } from './keys/keys.module';
 import { ModelsModule } from './models/models.module';
+import { ProvidersModule } from './providers/providers.module';
 import { UsageModule } from './usage/usage.module';
 
 @Module({})
@@ -33,6 +35,8 @@ export class AppModule implements NestModule {
         BurstLimitModule,
         EntitlementsModule,
         ModelsModule,
+        ProvidersModule,
+        ChatModule,
         AdminModule,
         HealthModule,
       ],

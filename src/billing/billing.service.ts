@@ -6,7 +6,7 @@ import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
-import { UsageService } from '../usage/usage.service';
+import { USAGE_COLUMNS, UsageService } from '../usage/usage.service';
 import { TokenPrices, tokenPrices } from './token-prices';
 
 export interface ReserveInput {
@@ -17,6 +17,8 @@ export interface ReserveInput {
   promptTokens: number;
   /** The client's max_tokens / max_completion_tokens, or null when it set none. */
   requestedMaxTokens: number | null;
+  /** Choices asked for (n): each may produce the whole output allowance. */
+  choices?: number;
 }
 
 /** The hold of one in-flight chat request: pass it back to settle or release. */
@@ -76,7 +78,7 @@ export class BillingService {
       input.requestedMaxTokens,
       input.model.max_output_tokens ?? 1,
       prices.inputPicos.toString(),
-      prices.outputPicos.toString(),
+      (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
       ttlMs,
     ]);
     if (row.outcome !== 'ok') throw declined(row, input);
@@ -101,20 +103,26 @@ export class BillingService {
       req.usage.promptTokens = usage.promptTokens;
       req.usage.completionTokens = usage.completionTokens;
     }
+    const settleParams = [
+      reservation.accountId,
+      reservation.requestId,
+      usage.promptTokens,
+      usage.completionTokens,
+      reservation.prices.inputPicos.toString(),
+      reservation.prices.outputPicos.toString(),
+    ];
+    const row = this.usage.claimRow(req, status);
+    // One statement, so one round trip and one transaction: the charge and the request's usage record.
+    const sql = row
+      ? `WITH charge AS (SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)),
+              usage AS (INSERT INTO usage_records (${USAGE_COLUMNS})
+                        SELECT ${row.map((_, i) => `$${i + 7}`).join(', ')}, charge.charged FROM charge
+                        ON CONFLICT (request_id) DO NOTHING)
+         SELECT charged FROM charge`
+      : `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
     try {
-      return await this.db.transaction(async (manager) => {
-        const [row]: { charged: string }[] = await manager.query(`SELECT * FROM billing_settle($1, $2, $3, $4, $5, $6)`, [
-          reservation.accountId,
-          reservation.requestId,
-          usage.promptTokens,
-          usage.completionTokens,
-          reservation.prices.inputPicos.toString(),
-          reservation.prices.outputPicos.toString(),
-        ]);
-        const charged = BigInt(row.charged);
-        await this.usage.record(manager, req, status, charged);
-        return charged;
-      });
+      const [result]: { charged: string }[] = await this.db.query(sql, row ? [...settleParams, ...row] : settleParams);
+      return BigInt(result.charged);
     } catch (err) {
       // Let the response-close hook write the usage record instead.
       if (req.usage) req.usage.recorded = false;

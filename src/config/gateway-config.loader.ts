@@ -59,6 +59,9 @@ function crossCheck(config: GatewayConfig): string[] {
     if (m.provider && !config.providers[m.provider]) {
       problems.push(`catalog[${i}].provider: unknown provider "${m.provider}"`);
     }
+    if (m.kind === 'chat' && config.providers[m.provider]?.type === 'local' && m.upstream_model !== 'dev-echo') {
+      problems.push(`catalog[${i}].upstream_model: the local provider's only chat model is "dev-echo"`);
+    }
   });
   const activeTranscription = config.catalog.filter((m) => m.kind === 'transcription' && m.active);
   const anyTranscription = config.catalog.some((m) => m.kind === 'transcription');

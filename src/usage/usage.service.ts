@@ -9,6 +9,11 @@ import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 const CLIENT_CLOSED_REQUEST = 499;
 const LATEST_LIMIT = 50;
 
+/** Columns of a usage record in the order of UsageService.claimRow, then cost_micros. */
+export const USAGE_COLUMNS =
+  'request_id, account_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ' +
+  'audio_seconds, input_chars, latency_ms, streamed, cost_micros';
+
 export interface UsagePeriod {
   from: Date;
   to: Date;
@@ -56,34 +61,41 @@ export class UsageService {
     });
   }
 
-  /** Writes the request's usage record with the given manager (inside a transaction when billing settles). */
+  /** Writes the request's usage record with the given manager (at most once per request). */
   async record(manager: EntityManager, req: GatewayRequest, status: number, costMicros: bigint): Promise<void> {
+    const row = this.claimRow(req, status);
+    if (!row) return;
+    await manager.query(
+      `INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (${row.map((_, i) => `$${i + 1}`).join(', ')}, $${row.length + 1})
+       ON CONFLICT (request_id) DO NOTHING`,
+      [...row, costMicros.toString()],
+    );
+  }
+
+  /**
+   * The usage record's values except cost_micros (the last column of USAGE_COLUMNS), for a caller that
+   * writes the record in its own statement (billing's settlement); null when it was written already.
+   */
+  claimRow(req: GatewayRequest, status: number): unknown[] | null {
     const draft = req.usage;
-    if (!draft || !req.auth || draft.recorded) return;
+    if (!draft || !req.auth || draft.recorded) return null;
     draft.recorded = true;
     const latencyMs = Number((process.hrtime.bigint() - draft.startedAt) / 1_000_000n);
-    await manager.query(
-      `INSERT INTO usage_records (request_id, account_id, key_id, model, endpoint, status, error_code,
-         prompt_tokens, completion_tokens, audio_seconds, input_chars, cost_micros, latency_ms, streamed)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-       ON CONFLICT (request_id) DO NOTHING`,
-      [
-        req.id,
-        req.auth.accountId,
-        req.auth.keyId,
-        draft.model,
-        draft.endpoint,
-        status,
-        draft.errorCode,
-        draft.promptTokens,
-        draft.completionTokens,
-        draft.audioSeconds.toFixed(3),
-        draft.inputChars,
-        costMicros.toString(),
-        latencyMs,
-        draft.streamed,
-      ],
-    );
+    return [
+      req.id,
+      req.auth.accountId,
+      req.auth.keyId,
+      draft.model,
+      draft.endpoint,
+      status,
+      draft.errorCode,
+      draft.promptTokens,
+      draft.completionTokens,
+      draft.audioSeconds.toFixed(3),
+      draft.inputChars,
+      latencyMs,
+      draft.streamed,
+    ];
   }
 
   /** Totals per key, per model and per UTC day, and the latest requests, for one account. */

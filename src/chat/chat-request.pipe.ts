@@ -1,0 +1,66 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync, ValidationError } from 'class-validator';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { CatalogEntry } from '../config/gateway-config.schema';
+import { CatalogService } from '../models/catalog.service';
+import { ChatRequestBody } from '../providers/upstream-provider';
+import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
+
+/** A chat request that passed validation, with its catalog model and the original body. */
+export interface ChatRequest {
+  model: CatalogEntry;
+  /** The client's body as sent (unknown fields included). */
+  body: ChatRequestBody;
+  stream: boolean;
+  includeUsage: boolean;
+  /** max_completion_tokens or max_tokens, when the client set one. */
+  maxTokens: number | null;
+  choices: number;
+}
+
+/** Validates the parsed JSON body: codes of SPEC.md and DESIGN.md section 5, in that order. */
+@Injectable()
+export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
+  constructor(private readonly catalog: CatalogService) {}
+
+  transform(body: unknown): ChatRequest {
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw new GatewayError(ErrorCode.InvalidRequest, 'The request body must be a JSON object.');
+    }
+    const fields = body as Record<string, unknown>;
+    if (fields.model === undefined || fields.model === null || fields.model === '') {
+      throw new GatewayError(ErrorCode.MissingModel, 'You must provide a model parameter.', 'model');
+    }
+    if (typeof fields.model !== 'string') {
+      throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
+    }
+    const model = this.catalog.find(fields.model);
+    if (!model) {
+      throw new GatewayError(ErrorCode.UnknownModel, `The model "${fields.model}" does not exist; GET /v1/models lists the models served.`, 'model');
+    }
+    if (model.kind !== 'chat') {
+      throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
+    }
+    const dto = plainToInstance(ChatCompletionRequestDto, fields);
+    const [problem] = validateSync(dto, { forbidUnknownValues: false });
+    if (problem) {
+      const { path, message } = firstConstraint(problem);
+      throw new GatewayError(ErrorCode.InvalidRequest, `Invalid ${path}: ${message}.`, path);
+    }
+    return {
+      model,
+      body: fields as ChatRequestBody,
+      stream: dto.stream === true,
+      includeUsage: dto.stream_options?.include_usage === true,
+      maxTokens: dto.max_completion_tokens ?? dto.max_tokens ?? null,
+      choices: dto.n ?? 1,
+    };
+  }
+}
+
+function firstConstraint(error: ValidationError, parent = ''): { path: string; message: string } {
+  const path = parent ? `${parent}${/^\d+$/.test(error.property) ? `[${error.property}]` : `.${error.property}`}` : error.property;
+  if (error.constraints) return { path, message: Object.values(error.constraints)[0] };
+  return error.children?.length ? firstConstraint(error.children[0], path) : { path, message: 'invalid value' };
+}

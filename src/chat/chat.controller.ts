@@ -1,0 +1,17 @@
+import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { AccountThrottlerGuard } from '../common/guards/account-throttler.guard';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { ChatRequest, ChatRequestPipe } from './chat-request.pipe';
+import { ChatService } from './chat.service';
+
+@Controller('v1/chat')
+export class ChatController {
+  constructor(private readonly chat: ChatService) {}
+
+  @Post('completions')
+  @UseGuards(AccountThrottlerGuard)
+  complete(@Req() req: GatewayRequest, @Res() res: Response, @Body(ChatRequestPipe) request: ChatRequest): Promise<void> {
+    return this.chat.complete(req, res, request);
+  }
+}

@@ -1,0 +1,164 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { BillingService, Reservation, TokenUsage } from '../billing/billing.service';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { ProviderRegistry } from '../providers/provider-registry';
+import { UpstreamFailure } from '../providers/upstream-failure';
+import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
+import { ChatRequest } from './chat-request.pipe';
+import { completionText, countedUsage, deltaText, promptTokenBound, upstreamUsage } from './chat-usage';
+import { SseWriter } from './sse';
+
+/** Status recorded for a stream the client closed before its end (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** One chat completion: hold, upstream call, settlement (DESIGN.md sections 5 and 6). */
+@Injectable()
+export class ChatService {
+  private readonly logger = new Logger(ChatService.name);
+
+  constructor(
+    private readonly billing: BillingService,
+    private readonly providers: ProviderRegistry,
+  ) {}
+
+  async complete(req: GatewayRequest, res: Response, chat: ChatRequest): Promise<void> {
+    if (req.usage) {
+      req.usage.model = chat.model.id;
+      req.usage.streamed = chat.stream;
+    }
+    const reservation = await this.billing.reserve({
+      accountId: req.auth!.accountId,
+      requestId: req.id,
+      model: chat.model,
+      promptTokens: promptTokenBound(chat.body, chat.model.context_window),
+      requestedMaxTokens: chat.maxTokens,
+      choices: chat.choices,
+    });
+    const upstreamBody = this.upstreamBody(chat, reservation);
+    // A client that goes away aborts the upstream request (socket closed, no more tokens produced).
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      if (chat.stream) await this.stream(req, res, chat, upstreamBody, reservation, abort.signal);
+      else await this.json(req, res, chat, upstreamBody, reservation, abort.signal);
+    } catch (err) {
+      await this.releaseQuietly(reservation, req);
+      throw err;
+    }
+  }
+
+  private upstreamBody(chat: ChatRequest, reservation: Reservation): ChatRequestBody {
+    const body: ChatRequestBody = { ...chat.body, model: chat.model.upstream_model };
+    // The allowance was cut to what the account affords: the upstream must not produce more.
+    if (reservation.capped) body.max_tokens = reservation.outputAllowance;
+    if (chat.stream) {
+      const options = typeof body.stream_options === 'object' && body.stream_options !== null ? body.stream_options : {};
+      body.stream_options = { ...options, include_usage: true };
+    }
+    return body;
+  }
+
+  private async json(
+    req: GatewayRequest,
+    res: Response,
+    chat: ChatRequest,
+    upstreamBody: ChatRequestBody,
+    reservation: Reservation,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let answer: Record<string, unknown>;
+    try {
+      answer = (await this.providers.forModel(chat.model).chat(chat.model, upstreamBody, signal)).body;
+    } catch (err) {
+      throw asChatError(err);
+    }
+    const usage = upstreamUsage(answer.usage) ?? countedUsage(chat.body.messages, completionText(answer));
+    answer.model = chat.model.id;
+    await this.billing.settle(reservation, req, usage, 200);
+    res.status(200).json(answer);
+  }
+
+  private async stream(
+    req: GatewayRequest,
+    res: Response,
+    chat: ChatRequest,
+    upstreamBody: ChatRequestBody,
+    reservation: Reservation,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let chunks: UpstreamChatStream;
+    try {
+      chunks = await this.providers.forModel(chat.model).chatStream(chat.model, upstreamBody, signal);
+    } catch (err) {
+      throw asChatError(err);
+    }
+    const sse = new SseWriter(res);
+    let produced = '';
+    let usage: TokenUsage | null = null;
+    try {
+      for await (const chunk of chunks) {
+        if (chunk.usage !== undefined) {
+          usage = upstreamUsage(chunk.usage) ?? usage;
+          if (!chat.includeUsage) {
+            delete chunk.usage;
+            if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
+          }
+        }
+        produced += deltaText(chunk);
+        chunk.model = chat.model.id;
+        await sse.send(chunk);
+        if (signal.aborted) break;
+      }
+    } catch (err) {
+      if (!signal.aborted) {
+        if (!sse.hasStarted) throw asChatError(err);
+        // Mid-stream failure: the status line is sent, so the error goes in-band and nothing is charged.
+        const error = this.inBandError(err, req);
+        if (req.usage) req.usage.errorCode = error.code;
+        await this.releaseQuietly(reservation, req);
+        await sse.end(JSON.stringify(error.toBody()));
+        return;
+      }
+    }
+    if (signal.aborted) {
+      // The client left: charge the prompt and what was produced until then.
+      await this.billing.settle(reservation, req, countedUsageOrReported(chat, produced, usage), CLIENT_CLOSED_REQUEST);
+      return;
+    }
+    await this.billing.settle(reservation, req, usage ?? countedUsage(chat.body.messages, produced), 200);
+    await sse.end('[DONE]');
+  }
+
+  private inBandError(err: unknown, req: GatewayRequest): GatewayError {
+    const error = asChatError(err);
+    if (error instanceof GatewayError) return error;
+    this.logger.error({ err, requestId: req.id }, `Stream of ${req.id} failed: ${error.message}`);
+    return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${req.id} when reporting it.`);
+  }
+
+  private async releaseQuietly(reservation: Reservation, req: GatewayRequest): Promise<void> {
+    try {
+      await this.billing.release(reservation);
+    } catch (err) {
+      // The sweeper releases it once it expires.
+      this.logger.error({ err, requestId: req.id }, `Could not release the hold of ${req.id}: ${(err as Error).message}`);
+    }
+  }
+}
+
+function countedUsageOrReported(chat: ChatRequest, produced: string, reported: TokenUsage | null): TokenUsage {
+  return reported ?? countedUsage(chat.body.messages, produced);
+}
+
+/** Upstream failures as the chat endpoint reports them (DESIGN.md section 5 step 7). */
+function asChatError(err: unknown): Error {
+  if (!(err instanceof UpstreamFailure)) return err as Error;
+  if (err.kind === 'rejected') {
+    return new GatewayError(ErrorCode.UpstreamRejected, err.message, null, err.status ?? 400);
+  }
+  return new GatewayError(ErrorCode.UpstreamError, `The model service failed: ${err.message}`);
+}

@@ -1,0 +1,48 @@
+import type { Response } from 'express';
+import { once } from 'node:events';
+
+/**
+ * Writes server-sent events with backpressure: `send` waits while the client's socket buffer is full,
+ * so a slow reader slows the upstream read instead of growing the gateway's memory.
+ */
+export class SseWriter {
+  private started = false;
+
+  constructor(private readonly res: Response) {}
+
+  get hasStarted(): boolean {
+    return this.started;
+  }
+
+  /** False once the client went away. */
+  get isOpen(): boolean {
+    return !this.res.destroyed && !this.res.writableEnded;
+  }
+
+  start(): void {
+    this.started = true;
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      // nginx and compatible proxies buffer responses unless told not to.
+      'x-accel-buffering': 'no',
+    });
+  }
+
+  async send(payload: unknown): Promise<void> {
+    await this.write(`data: ${JSON.stringify(payload)}\n\n`);
+  }
+
+  async end(lastEvent?: string): Promise<void> {
+    if (!this.isOpen) return;
+    this.res.end(lastEvent === undefined ? undefined : `data: ${lastEvent}\n\n`);
+  }
+
+  private async write(text: string): Promise<void> {
+    if (!this.isOpen) return;
+    if (!this.started) this.start();
+    if (this.res.write(text)) return;
+    await Promise.race([once(this.res, 'drain'), once(this.res, 'close')]);
+  }
+}

@@ -1,0 +1,46 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { CatalogEntry } from '../../config/gateway-config.schema';
+import { UpstreamFailure } from '../upstream-failure';
+import { SpeechAudio, SpeechInput } from '../upstream-provider';
+import { startEngine } from './child-process';
+
+/** espeak-ng's own default rate, in words per minute, for speed 1.0. */
+const BASE_WORDS_PER_MINUTE = 175;
+
+const ENCODINGS: Record<string, { contentType: string; args: string[] }> = {
+  mp3: { contentType: 'audio/mpeg', args: ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'] },
+  opus: { contentType: 'audio/ogg', args: ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'] },
+  aac: { contentType: 'audio/aac', args: ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'] },
+  flac: { contentType: 'audio/flac', args: ['-c:a', 'flac', '-f', 'flac'] },
+  wav: { contentType: 'audio/wav', args: ['-c:a', 'pcm_s16le', '-f', 'wav'] },
+  pcm: { contentType: 'audio/pcm', args: ['-ar', '24000', '-ac', '1', '-c:a', 'pcm_s16le', '-f', 's16le'] },
+};
+
+/**
+ * espeak-ng speaks the text (read from stdin, never a shell argument) as WAV; ffmpeg encodes it to the
+ * requested format, and its output is streamed to the client as it is produced.
+ */
+export async function synthesizeSpeech(_model: CatalogEntry, input: SpeechInput, signal: AbortSignal, timeoutMs: number): Promise<SpeechAudio> {
+  const encoding = ENCODINGS[input.response_format];
+  if (!encoding) throw new UpstreamFailure('rejected', `Unsupported response_format ${input.response_format}.`, 400);
+  const wordsPerMinute = String(Math.round(BASE_WORDS_PER_MINUTE * input.speed));
+  const speaker = startEngine('espeak-ng', ['-v', input.voice, '-s', wordsPerMinute, '--stdout'], { signal, timeoutMs, stdin: input.input });
+  const encoder = startEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', ...encoding.args, 'pipe:1'], { signal, timeoutMs });
+  speaker.child.stdout!.pipe(encoder.child.stdin!);
+
+  const body = new PassThrough();
+  const failed = Promise.all([speaker.done, encoder.done]).then(
+    () => null,
+    (err: UpstreamFailure) => err,
+  );
+  encoder.child.stdout!.pipe(body, { end: false });
+  // The status line waits for the first bytes of audio, so a failure before them is a proper 502.
+  const first = await Promise.race([once(encoder.child.stdout!, 'data').then(() => null), failed]);
+  if (first) {
+    body.destroy();
+    throw first;
+  }
+  failed.then((err) => (err ? body.destroy(err) : body.end()));
+  return { contentType: encoding.contentType, body };
+}

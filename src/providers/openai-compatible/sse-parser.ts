@@ -1,0 +1,57 @@
+import { Readable } from 'node:stream';
+import { UpstreamFailure } from '../upstream-failure';
+import { toUpstreamFailure } from './upstream-transport';
+
+/**
+ * Parses an upstream `text/event-stream` body into its JSON `data:` payloads, as they arrive.
+ * Ends at `data: [DONE]`; an in-band `{"error": ...}` event, a payload that is not JSON or a stream
+ * that ends without `[DONE]` is an UpstreamFailure. https://html.spec.whatwg.org/multipage/server-sent-events.html
+ */
+export async function* parseSse(name: string, body: Readable): AsyncGenerator<Record<string, unknown>> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  try {
+    for await (const chunk of body) {
+      buffer += decoder.decode(chunk as Buffer, { stream: true });
+      let newline: number;
+      while ((newline = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, newline).replace(/\r$/, '');
+        buffer = buffer.slice(newline + 1);
+        if (line === '') {
+          if (data.length === 0) continue;
+          const payload = data.join('\n');
+          data = [];
+          if (payload === '[DONE]') return;
+          yield parsePayload(name, payload);
+        } else if (line.startsWith('data:')) {
+          data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+        }
+        // comments (":"), event:, id: and retry: lines carry nothing the gateway uses
+      }
+    }
+  } catch (err) {
+    throw toUpstreamFailure(name, err);
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
+  throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream without [DONE].`);
+}
+
+function parsePayload(name: string, payload: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    throw new UpstreamFailure('bad_response', `Upstream ${name} sent a malformed stream event.`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new UpstreamFailure('bad_response', `Upstream ${name} sent a stream event that is not an object.`);
+  }
+  const error = (parsed as { error?: { message?: unknown } }).error;
+  if (error) {
+    const message = typeof error.message === 'string' ? error.message : 'error event';
+    throw new UpstreamFailure('server_error', `Upstream ${name} failed mid-stream: ${message}`);
+  }
+  return parsed as Record<string, unknown>;
+}

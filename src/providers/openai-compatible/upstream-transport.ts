@@ -1,0 +1,131 @@
+import { Readable } from 'node:stream';
+import { Dispatcher, errors, FormData, Pool } from 'undici';
+import { ProviderConfig } from '../../config/gateway-config.schema';
+import { UpstreamFailure } from '../upstream-failure';
+
+export interface UpstreamResponse {
+  status: number;
+  contentType: string;
+  body: Readable;
+}
+
+/** Keep-alive connections idle longer than this are closed (most upstreams close at 60 s or later). */
+const KEEP_ALIVE_MS = 30_000;
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * HTTP to one openai-compatible upstream: a keep-alive pool, its key, and its timeouts. Every failure
+ * becomes an UpstreamFailure; a non-2xx answer becomes `rejected` (4xx) or `server_error` (5xx) with the
+ * upstream's own message.
+ */
+export class UpstreamTransport {
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly authorization: string | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly config: ProviderConfig,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
+    const url = new URL(config.base_url!);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: config.max_connections,
+      connect: { timeout: config.timeouts.connect_ms },
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      headersTimeout: config.timeouts.request_ms,
+      bodyTimeout: config.timeouts.request_ms,
+    });
+    const key = config.api_key_env ? env[config.api_key_env] : undefined;
+    this.authorization = key ? `Bearer ${key}` : undefined;
+  }
+
+  /** POSTs to `<base_url><path>`; resolves once a 2xx status and headers arrived, with the body still streaming. */
+  async post(path: string, body: string | FormData, signal: AbortSignal, contentType?: string): Promise<UpstreamResponse> {
+    const headers: Record<string, string> = { accept: 'application/json, text/event-stream, */*' };
+    if (contentType) headers['content-type'] = contentType;
+    if (this.authorization) headers.authorization = this.authorization;
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body, signal });
+    } catch (err) {
+      throw toUpstreamFailure(this.name, err);
+    }
+    const responseType = String(answer.headers['content-type'] ?? '');
+    if (answer.statusCode >= 200 && answer.statusCode < 300) {
+      return { status: answer.statusCode, contentType: responseType, body: answer.body };
+    }
+    const message = await readErrorMessage(answer.body).catch(() => '');
+    const detail = message || `HTTP ${answer.statusCode}`;
+    if (answer.statusCode >= 400 && answer.statusCode < 500) {
+      throw new UpstreamFailure('rejected', detail, answer.statusCode);
+    }
+    throw new UpstreamFailure('server_error', `Upstream ${this.name} failed: ${detail}`, answer.statusCode);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** Reads a whole (small) JSON body; a body that is not JSON is a bad_response. */
+export async function readJsonBody(name: string, body: Readable): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await collect(body);
+  } catch (err) {
+    throw toUpstreamFailure(name, err);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new UpstreamFailure('bad_response', `Upstream ${name} sent a malformed answer (not a JSON object).`);
+}
+
+export function toUpstreamFailure(name: string, err: unknown): UpstreamFailure {
+  if (err instanceof UpstreamFailure) return err;
+  const error = err as Error & { code?: string; cause?: { code?: string } };
+  const code = error.code ?? error.cause?.code ?? '';
+  if (error.name === 'AbortError' || code === 'ABORT_ERR') {
+    return new UpstreamFailure('bad_response', `Request to upstream ${name} aborted.`);
+  }
+  if (err instanceof errors.ConnectTimeoutError || ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) {
+    return new UpstreamFailure('unreachable', `Upstream ${name} is unreachable (${code || error.message}).`);
+  }
+  if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
+    return new UpstreamFailure('timeout', `Upstream ${name} did not answer in time.`);
+  }
+  return new UpstreamFailure('bad_response', `Connection to upstream ${name} broke: ${error.message}`);
+}
+
+async function collect(body: Readable, limit = Infinity): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      body.destroy();
+      break;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The upstream's error message: OpenAI's `{error: {message}}`, or the text itself. */
+async function readErrorMessage(body: Readable): Promise<string> {
+  const text = (await collect(body, MAX_ERROR_BODY_BYTES)).trim();
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+    if (typeof parsed.error?.message === 'string') return parsed.error.message;
+    if (typeof parsed.message === 'string') return parsed.message;
+  } catch {
+    // not JSON: use the text
+  }
+  return text.slice(0, 500);
+}

@@ -1,0 +1,39 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { GATEWAY_CONFIG } from '../config/config.tokens';
+import { CatalogEntry, GatewayConfig, ProviderConfig } from '../config/gateway-config.schema';
+import { LocalProvider } from './local/local.provider';
+import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
+import { UpstreamProvider } from './upstream-provider';
+
+type ClosableProvider = UpstreamProvider & { close(): Promise<void> };
+
+const FACTORIES: Record<ProviderConfig['type'], (name: string, config: ProviderConfig) => ClosableProvider> = {
+  'openai-compatible': (name, config) => new OpenAiCompatibleProvider(name, config),
+  local: (name, config) => new LocalProvider(name, config),
+};
+
+/** One adapter instance (and connection pool) per configured provider, looked up by catalog entry. */
+@Injectable()
+export class ProviderRegistry implements OnApplicationShutdown {
+  private readonly providers = new Map<string, ClosableProvider>();
+
+  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
+    for (const [name, providerConfig] of Object.entries(config.providers)) {
+      this.providers.set(name, FACTORIES[providerConfig.type](name, providerConfig));
+    }
+  }
+
+  forModel(model: CatalogEntry): UpstreamProvider {
+    // The config loader checks that every catalog entry names a configured provider.
+    return this.providers.get(model.provider)!;
+  }
+
+  /** The model's provider settings (timeouts), as configured. */
+  settingsOf(model: CatalogEntry): ProviderConfig {
+    return this.config.providers[model.provider];
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.providers.values()].map((p) => p.close()));
+  }
+}
