@@ -16,6 +16,7 @@ import { EntitlementsModule } from './entitlements/entitlements.module';
 import { HealthModule } from './health/health.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
 import { KeysModule } from './keys/keys.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { ModelsModule } from './models/models.module';
 import { ProvidersModule } from './providers/providers.module';
 import { UsageModule } from './usage/usage.module';
@@ -30,6 +31,7 @@ export class AppModule implements NestModule {
         LoggerModule.forRoot(loggerParams(options.env)),
         TypeOrmModule.forRoot(dataSourceOptions(options.databaseUrl)),
         KeysModule,
+        MetricsModule,
         UsageModule,
         BillingModule,
         BurstLimitModule,

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { DataSource, EntityManager } from 'typeorm';
 import { microsToUsd } from '../common/money';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
+import { MetricsService } from '../metrics/metrics.service';
 
 /** Status recorded when the client went away before any response was sent (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -32,7 +33,10 @@ interface TotalsRow {
 export class UsageService {
   private readonly logger = new Logger(UsageService.name);
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly metrics: MetricsService,
+  ) {}
 
   /**
    * Starts metering an authenticated request: its record is written once, when the response
@@ -70,6 +74,7 @@ export class UsageService {
        ON CONFLICT (request_id) DO NOTHING`,
       [...row, costMicros.toString()],
     );
+    this.observeRecorded(req, status, costMicros);
   }
 
   /**
@@ -96,6 +101,27 @@ export class UsageService {
       latencyMs,
       draft.streamed,
     ];
+  }
+
+  /**
+   * Counts a written usage record in the metrics. record() calls it; a caller that writes the record in its
+   * own statement (billing's settlement, through claimRow) calls it once that statement has succeeded.
+   */
+  observeRecorded(req: GatewayRequest, status: number, costMicros: bigint): void {
+    const draft = req.usage;
+    if (!draft) return;
+    this.metrics.observeRequest({
+      endpoint: draft.endpoint,
+      status,
+      errorCode: draft.errorCode,
+      model: draft.model,
+      latencySeconds: Number(process.hrtime.bigint() - draft.startedAt) / 1e9,
+      promptTokens: draft.promptTokens,
+      completionTokens: draft.completionTokens,
+      audioSeconds: draft.audioSeconds,
+      inputChars: draft.inputChars,
+      costMicros,
+    });
   }
 
   /** Totals per key, per model and per UTC day, and the latest requests, for one account. */

@@ -1,0 +1,133 @@
+import OpenAI from 'openai';
+import { DataSource } from 'typeorm';
+import { AdminClient } from './support/admin-client';
+import { moneyOf, postChat, PricedModel, sdk, waitForUsageRows, withFakeProvider } from './support/chat-support';
+import { FailureMode, FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
+
+const MODEL: PricedModel = { id: 'flaky-chat', input: 2, output: 100, maxOutput: 4096 };
+const UNREACHABLE: PricedModel = { id: 'unreachable-chat', input: 2, output: 100, maxOutput: 4096 };
+const REQUEST_MS = 500;
+
+describe('chat upstream failures', () => {
+  let fake: FakeUpstream;
+  let gw: TestApp;
+  let admin: AdminClient;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    const refusedUrl = await unusedPortUrl();
+    gw = await startTestApp({
+      config: (raw: RawConfig) => {
+        withFakeProvider(fake.url, [MODEL], { requestMs: REQUEST_MS })(raw);
+        withFakeProvider(refusedUrl, [UNREACHABLE], { name: 'refused', requestMs: REQUEST_MS })(raw);
+      },
+    });
+    admin = new AdminClient(gw.url);
+    db = gw.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await gw.close();
+    await fake.close();
+  });
+  beforeEach(() => fake.resetState());
+
+  /** Nothing charged, nothing held, and one usage record with cost 0 and the code. */
+  async function expectNotCharged(accountId: string, code: string, status: number, streamed = false): Promise<void> {
+    expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1_000_000n, reserved: 0n, ledgerSum: 1_000_000n, charges: [], openHolds: 0 });
+    const rows = await waitForUsageRows(db, accountId, 1);
+    expect(rows).toEqual([expect.objectContaining({ model: expect.any(String), status, error_code: code, cost_micros: '0', streamed })]);
+  }
+
+  it('passes an upstream 400 through as 400 upstream_rejected with the upstream message', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.failureMessage = "This model's maximum context length is 8192 tokens.";
+    fake.failNext('status4xx');
+    const err = await sdk(gw, key)
+      .chat.completions.create({ model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.status).toBe(400);
+    expect(err.code).toBe('upstream_rejected');
+    expect(err.message).toContain("This model's maximum context length is 8192 tokens.");
+    expect(fake.requests).toHaveLength(1);
+    await expectNotCharged(accountId, 'upstream_rejected', 400);
+  });
+
+  it.each<[string, FailureMode]>([
+    ['a 500', 'status500'],
+    ['malformed JSON', 'malformedJson'],
+    ['a reset connection', 'reset'],
+    ['a connection broken mid-answer', 'midStreamFailure'],
+  ])('answers 502 upstream_error for %s, charging nothing', async (_, mode) => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.failNext(mode);
+    const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.status).toBe(502);
+    const body: any = await res.json();
+    expect(body.error).toMatchObject({ code: 'upstream_error', type: 'api_error', message: expect.any(String) });
+    expect(fake.requests).toHaveLength(1);
+    await expectNotCharged(accountId, 'upstream_error', 502);
+  });
+
+  it('answers 502 upstream_error for a refused connection, charging nothing', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    const err = await sdk(gw, key)
+      .chat.completions.create({ model: UNREACHABLE.id, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
+    expect(err).toMatchObject({ status: 502, code: 'upstream_error' });
+    await expectNotCharged(accountId, 'upstream_error', 502);
+  });
+
+  it('answers 502 upstream_error when the upstream hangs past timeouts.request_ms, and closes the upstream request', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.failNext('hang');
+    const started = Date.now();
+    const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] });
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(502);
+    expect((await res.json()).error.code).toBe('upstream_error');
+    expect(elapsed).toBeGreaterThanOrEqual(REQUEST_MS - 50);
+    expect(elapsed).toBeLessThan(REQUEST_MS + 3000);
+    await fake.waitFor(() => fake.aborted().length === 1);
+    await expectNotCharged(accountId, 'upstream_error', 502);
+  });
+
+  it.each<[string, FailureMode]>([
+    ['a 500', 'status500'],
+    ['a reset connection', 'reset'],
+    ['a hang', 'hang'],
+  ])('answers a streamed request with 502 upstream_error for %s before the first byte, charging nothing', async (_, mode) => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.failNext(mode);
+    const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    expect(res.status).toBe(502);
+    expect((await res.json()).error.code).toBe('upstream_error');
+    await expectNotCharged(accountId, 'upstream_error', 502, true);
+  });
+
+  it('ends a stream whose upstream falls silent past timeouts.request_ms with an error event, charging nothing', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.reply = { content: 'one two three', promptTokens: 3, completionTokens: 3 };
+    fake.slowChunkDelayMs = REQUEST_MS * 4;
+    fake.failNext('slowChunks');
+    const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain('[DONE]');
+    expect(text).toMatch(/data: \{"error":\{[^\n]*"code":"upstream_error"/);
+    await fake.waitFor(() => fake.aborted().length === 1);
+    expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1_000_000n, reserved: 0n, charges: [] });
+  });
+
+  it('keeps serving once the upstream recovers', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.failNext('reset', 2);
+    const client = sdk(gw, key);
+    const send = () => client.chat.completions.create({ model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] });
+    await expect(send()).rejects.toMatchObject({ status: 502 });
+    await expect(send()).rejects.toMatchObject({ status: 502 });
+    expect((await send()).choices[0].message.content).toBe(FakeUpstream.defaultReply().content);
+  });
+});
