@@ -122,7 +122,9 @@ export class BillingService {
       : `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
     try {
       const [result]: { charged: string }[] = await this.db.query(sql, row ? [...settleParams, ...row] : settleParams);
-      return BigInt(result.charged);
+      const charged = BigInt(result.charged);
+      if (row) this.usage.observeRecorded(req, status, charged);
+      return charged;
     } catch (err) {
       // Let the response-close hook write the usage record instead.
       if (req.usage) req.usage.recorded = false;

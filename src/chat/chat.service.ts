@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { BillingService, Reservation, TokenUsage } from '../billing/billing.service';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { MetricsService } from '../metrics/metrics.service';
 import { ProviderRegistry } from '../providers/provider-registry';
 import { UpstreamFailure } from '../providers/upstream-failure';
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
@@ -12,6 +13,7 @@ import { SseWriter } from './sse';
 
 /** Status recorded for a stream the client closed before its end (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
+const ENDPOINT = '/v1/chat/completions';
 
 /** One chat completion: hold, upstream call, settlement (DESIGN.md sections 5 and 6). */
 @Injectable()
@@ -21,6 +23,7 @@ export class ChatService {
   constructor(
     private readonly billing: BillingService,
     private readonly providers: ProviderRegistry,
+    private readonly metrics: MetricsService,
   ) {}
 
   async complete(req: GatewayRequest, res: Response, chat: ChatRequest): Promise<void> {
@@ -71,10 +74,13 @@ export class ChatService {
     signal: AbortSignal,
   ): Promise<void> {
     let answer: Record<string, unknown>;
+    const startedAt = process.hrtime.bigint();
     try {
       answer = (await this.providers.forModel(chat.model).chat(chat.model, upstreamBody, signal)).body;
     } catch (err) {
       throw asChatError(err);
+    } finally {
+      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
     const usage = upstreamUsage(answer.usage) ?? countedUsage(chat.body.messages, completionText(answer));
     answer.model = chat.model.id;
@@ -91,16 +97,20 @@ export class ChatService {
     signal: AbortSignal,
   ): Promise<void> {
     let chunks: UpstreamChatStream;
+    const startedAt = process.hrtime.bigint();
     try {
       chunks = await this.providers.forModel(chat.model).chatStream(chat.model, upstreamBody, signal);
     } catch (err) {
+      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
       throw asChatError(err);
     }
     const sse = new SseWriter(res);
     let produced = '';
     let usage: TokenUsage | null = null;
+    this.metrics.streamOpened();
     try {
       for await (const chunk of chunks) {
+        if (!sse.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
         if (chunk.usage !== undefined) {
           usage = upstreamUsage(chunk.usage) ?? usage;
           if (!chat.includeUsage) {
@@ -123,6 +133,9 @@ export class ChatService {
         await sse.end(JSON.stringify(error.toBody()));
         return;
       }
+    } finally {
+      this.metrics.streamClosed();
+      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
     if (signal.aborted) {
       // The client left: charge the prompt and what was produced until then.
@@ -148,6 +161,10 @@ export class ChatService {
       this.logger.error({ err, requestId: req.id }, `Could not release the hold of ${req.id}: ${(err as Error).message}`);
     }
   }
+}
+
+function secondsSince(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
 function countedUsageOrReported(chat: ChatRequest, produced: string, reported: TokenUsage | null): TokenUsage {
