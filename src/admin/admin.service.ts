@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { QueryFailedError } from 'typeorm';
 import { AccountsService, AccountView } from '../billing/accounts.service';
 import { SubscriptionStatus } from '../billing/account.entity';
 import { ErrorCode, GatewayError } from '../common/errors';
@@ -51,7 +52,14 @@ export class AdminService {
   }
 
   async addCredits(accountId: string, amountUsd: number | string): Promise<AccountView> {
-    await this.accounts.topUp(accountId, usdToMicros(amountUsd)!);
+    try {
+      await this.accounts.topUp(accountId, usdToMicros(amountUsd)!);
+    } catch (err) {
+      if (isNumericOverflow(err)) {
+        throw new GatewayError(ErrorCode.InvalidRequest, 'This top-up would take the balance past the largest amount an account can hold.', 'amount_usd');
+      }
+      throw err;
+    }
     return this.accounts.view(accountId);
   }
 
@@ -69,6 +77,11 @@ export class AdminService {
     await this.accounts.findOrFail(accountId);
     return { account_id: accountId, ...(await this.usageService.summary(accountId, period)) };
   }
+}
+
+/** PostgreSQL's numeric_value_out_of_range: the bigint balance would overflow. */
+function isNumericOverflow(err: unknown): boolean {
+  return err instanceof QueryFailedError && (err.driverError as { code?: string } | undefined)?.code === '22003';
 }
 
 function keyView(key: ApiKey): KeyView {
