@@ -1,0 +1,124 @@
+import { DataSource } from 'typeorm';
+import { AdminClient } from './support/admin-client';
+import { moneyOf, PricedModel, postChat, sdk, waitForUsageRows, withFakeProvider } from './support/chat-support';
+import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
+
+const PRICED: PricedModel = { id: 'metered-chat', input: 2, output: 100, maxOutput: 4096 };
+const CHAT = '/v1/chat/completions';
+const hi = [{ role: 'user' as const, content: 'hi' }];
+
+/** The value of one sample of the Prometheus text exposition (0 when the series does not exist yet). */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(match[3]);
+  }
+  return 0;
+}
+
+describe('GET /metrics', () => {
+  let fake: FakeUpstream;
+  let gw: TestApp;
+  let admin: AdminClient;
+  let db: DataSource;
+
+  const scrape = async () => {
+    const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    return res.text();
+  };
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+    gw = await startTestApp({ config: withFakeProvider(fake.url, [PRICED]) });
+    admin = new AdminClient(gw.url);
+    db = gw.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await gw.close();
+    await fake.close();
+  });
+  beforeEach(() => fake.resetState());
+
+  it('answers 401 invalid_admin_token without the admin token, with a wrong one and with an API key', async () => {
+    const { key } = await admin.createAccount();
+    for (const authorization of [undefined, 'Bearer wrong-token', `Bearer ${key}`, TEST_ADMIN_TOKEN]) {
+      const res = await fetch(`${gw.url}/metrics`, { headers: authorization ? { authorization } : {} });
+      expect(res.status).toBe(401);
+      const body = (await res.json()) as { error: { code: string } };
+      expect(body.error.code).toBe('invalid_admin_token');
+    }
+  });
+
+  it('counts requests by endpoint, status and code, with tokens and cost equal to the usage records and the ledger', async () => {
+    const { accountId, keyId, key } = await admin.createAccount({ creditsUsd: '1' });
+    const before = await scrape();
+    fake.reply = { content: 'one two three', promptTokens: 21, completionTokens: 3 };
+
+    await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 50 });
+    const stream = await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 50, stream: true });
+    for await (const _chunk of stream) void _chunk;
+    expect((await postChat(gw, key, { model: 'no-such-model', messages: hi })).status).toBe(400);
+    const rows = await waitForUsageRows(db, accountId, 3);
+    expect(rows).toHaveLength(3);
+
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+    expect(delta('gateway_requests_total', { endpoint: CHAT, status: '200', code: 'none' })).toBe(2);
+    expect(delta('gateway_requests_total', { endpoint: CHAT, status: '400', code: 'unknown_model' })).toBe(1);
+    expect(delta('gateway_request_duration_seconds_count', { endpoint: CHAT })).toBe(3);
+    expect(delta('gateway_upstream_duration_seconds_count', { endpoint: CHAT })).toBe(2);
+    expect(delta('gateway_stream_time_to_first_byte_seconds_count')).toBe(1);
+
+    const sum = (column: 'prompt_tokens' | 'completion_tokens') => rows.reduce((n, r) => n + r[column], 0);
+    expect(delta('gateway_tokens_total', { model: PRICED.id, kind: 'prompt' })).toBe(sum('prompt_tokens'));
+    expect(delta('gateway_tokens_total', { model: PRICED.id, kind: 'completion' })).toBe(sum('completion_tokens'));
+    expect(sum('completion_tokens')).toBe(6);
+
+    const charged = (await moneyOf(db, accountId)).charges.reduce((n, c) => n + c.amount, 0n);
+    expect(charged).toBeGreaterThan(0n);
+    expect(delta('gateway_cost_charged_microusd_total', { model: PRICED.id })).toBe(Number(charged));
+
+    // Bounded labels: no account, key or request ids, and unknown models collapse into "other".
+    for (const id of [accountId, keyId, ...rows.map((r) => r.request_id)]) expect(after).not.toContain(id);
+    expect(after).not.toContain('no-such-model');
+  });
+
+  it('shows an open stream and its hold while it runs, and neither once it ends', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.reply = { content: 'a b c d e f', promptTokens: 5, completionTokens: 6 };
+    fake.chunkDelayMs = 300;
+    const idle = await scrape();
+    expect(sample(idle, 'gateway_active_streams')).toBe(0);
+
+    const stream = await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100, stream: true });
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next();
+
+    const during = await scrape();
+    const [held] = await db.query(`SELECT count(*)::int AS n, COALESCE(sum(amount_micros), 0)::bigint AS sum FROM holds`);
+    expect(held.n).toBe(1);
+    expect(sample(during, 'gateway_active_streams')).toBe(1);
+    expect(sample(during, 'gateway_outstanding_holds')).toBe(1);
+    expect(sample(during, 'gateway_outstanding_holds_microusd')).toBe(Number(held.sum));
+    expect(Number(held.sum)).toBeGreaterThan(0);
+
+    while (!(await iterator.next()).done);
+    await waitForUsageRows(db, accountId, 1);
+    const done = await scrape();
+    expect(sample(done, 'gateway_active_streams')).toBe(0);
+    expect(sample(done, 'gateway_outstanding_holds')).toBe(0);
+    expect(sample(done, 'gateway_outstanding_holds_microusd')).toBe(0);
+  });
+
+  it('includes the process metrics of prom-client', async () => {
+    const text = await scrape();
+    expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).toContain('# TYPE gateway_requests_total counter');
+  });
+});
