@@ -23,9 +23,11 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(source.LOG_LEVEL)})`);
   }
-  for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
+  const schemes = { DATABASE_URL: ['postgres:', 'postgresql:'], REDIS_URL: ['redis:', 'rediss:'] };
+  for (const [name, allowed] of Object.entries(schemes)) {
     const value = source[name];
-    if (value && !isUrl(value)) throw new ConfigError(`${name}: not a valid URL`);
+    // The value itself is never echoed: it may carry a password.
+    if (value && !isUrl(value, allowed)) throw new ConfigError(`${name}: not a valid URL (expected ${allowed.join(' or ')}//...)`);
   }
   const adminToken = source.ADMIN_TOKEN || undefined;
   if (adminToken !== undefined && adminToken.length < 16) {
@@ -41,10 +43,9 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   };
 }
 
-function isUrl(value: string): boolean {
+function isUrl(value: string, schemes: string[]): boolean {
   try {
-    new URL(value);
-    return true;
+    return schemes.includes(new URL(value).protocol);
   } catch {
     return false;
   }

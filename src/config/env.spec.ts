@@ -1,0 +1,64 @@
+import 'reflect-metadata';
+import { resolve } from 'node:path';
+import { readEnv } from './env';
+import { ConfigError } from './gateway-config.loader';
+
+describe('readEnv', () => {
+  it('applies the defaults of DESIGN.md section 2', () => {
+    expect(readEnv({})).toEqual({
+      port: 8080,
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      adminToken: undefined,
+      gatewayConfigPath: resolve('config/gateway.yaml'),
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    const sut = readEnv({
+      PORT: '9000',
+      DATABASE_URL: 'postgres://u:p@db:5432/gw',
+      REDIS_URL: 'rediss://cache:6380',
+      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      GATEWAY_CONFIG: '/etc/gateway.yaml',
+      LOG_LEVEL: 'debug',
+    });
+    expect(sut).toEqual({
+      port: 9000,
+      databaseUrl: 'postgres://u:p@db:5432/gw',
+      redisUrl: 'rediss://cache:6380',
+      adminToken: 'a-long-enough-admin-token',
+      gatewayConfigPath: '/etc/gateway.yaml',
+      logLevel: 'debug',
+    });
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(readEnv({ DATABASE_URL: '', REDIS_URL: '', ADMIN_TOKEN: '' })).toMatchObject({
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      adminToken: undefined,
+    });
+  });
+
+  it.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['PORT', { PORT: '80.5' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['REDIS_URL', { REDIS_URL: 'localhost:6379' }],
+    ['REDIS_URL', { REDIS_URL: 'http://cache:6379' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://db/gateway' }],
+    ['ADMIN_TOKEN', { ADMIN_TOKEN: 'short' }],
+  ])('refuses a bad %s, naming it', (name, env) => {
+    expect(() => readEnv(env)).toThrow(ConfigError);
+    expect(() => readEnv(env)).toThrow(new RegExp(`^${name}: `));
+  });
+
+  it('never puts a secret in its error messages', () => {
+    expect(() => readEnv({ DATABASE_URL: 'postgres://user:hunter2@ bad' })).toThrow(/^DATABASE_URL: not a valid URL \(expected postgres: or postgresql:\/\/\.\.\.\)$/);
+  });
+});

@@ -1,0 +1,110 @@
+import 'reflect-metadata';
+import { join } from 'node:path';
+import { ConfigError, loadGatewayConfig, validateGatewayConfig } from './gateway-config.loader';
+
+type Raw = Record<string, any>;
+
+function validRaw(): Raw {
+  return {
+    providers: {
+      openai: { type: 'openai-compatible', base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' },
+      local: { type: 'local' },
+    },
+    catalog: [
+      {
+        id: 'gpt-4o-mini',
+        kind: 'chat',
+        provider: 'openai',
+        upstream_model: 'gpt-4o-mini',
+        input_price_per_million: 0.15,
+        output_price_per_million: 0.6,
+        max_output_tokens: 16384,
+      },
+      { id: 'whisper-large-v3', kind: 'transcription', provider: 'openai', upstream_model: 'whisper-1', active: true },
+      { id: 'tts-1', kind: 'speech', provider: 'openai', upstream_model: 'tts-1', voices: ['alloy', 'echo'] },
+    ],
+  };
+}
+
+function problemsOf(edit: (raw: Raw) => void): string {
+  const raw = validRaw();
+  edit(raw);
+  try {
+    validateGatewayConfig(raw, 'gateway.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('validateGatewayConfig', () => {
+  it('accepts the example of DESIGN.md section 3 and fills in the defaults', () => {
+    const sut = validateGatewayConfig(validRaw());
+    expect(sut.providers.openai.timeouts).toEqual({ connect_ms: 2000, request_ms: 60000 });
+    expect(sut.limits).toMatchObject({
+      chat_burst: { requests: 60, window_s: 10 },
+      speech_max_input_chars: 4096,
+      json_body_max_bytes: 10485760,
+      transcription_max_bytes: 4 * 1024 * 1024,
+    });
+    expect(sut.fair_use.monthly_requests).toBe(1000);
+  });
+
+  it('accepts the shipped config/gateway.yaml', () => {
+    const sut = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    expect(sut.catalog.map((m) => m.id)).toEqual(expect.arrayContaining(['dev-echo']));
+  });
+
+  it.each<[string, (raw: Raw) => void, string]>([
+    ['a provider of an unknown type', (r) => (r.providers.openai.type = 'azure'), 'providers.openai.type'],
+    ['an openai-compatible provider without base_url', (r) => delete r.providers.openai.base_url, 'providers.openai.base_url'],
+    ['a base_url that is not a URL', (r) => (r.providers.openai.base_url = 'api.openai.com'), 'providers.openai.base_url'],
+    ['an api_key_env that is not a variable name', (r) => (r.providers.openai.api_key_env = 'sk-123 456'), 'providers.openai.api_key_env'],
+    ['a zero connect timeout', (r) => (r.providers.openai.timeouts = { connect_ms: 0 }), 'providers.openai.timeouts.connect_ms'],
+    ['a string request timeout', (r) => (r.providers.openai.timeouts = { request_ms: '60s' }), 'providers.openai.timeouts.request_ms'],
+    ['a negative price', (r) => (r.catalog[0].input_price_per_million = -1), 'catalog[0].input_price_per_million'],
+    ['a chat model without an output price', (r) => delete r.catalog[0].output_price_per_million, 'catalog[0].output_price_per_million'],
+    ['a fractional max_output_tokens', (r) => (r.catalog[0].max_output_tokens = 10.5), 'catalog[0].max_output_tokens'],
+    ['an unknown kind', (r) => (r.catalog[1].kind = 'image'), 'catalog[1].kind'],
+    ['an id with spaces', (r) => (r.catalog[0].id = 'gpt 4o'), 'catalog[0].id'],
+    ['a missing upstream_model', (r) => delete r.catalog[2].upstream_model, 'catalog[2].upstream_model'],
+    ['an unknown provider', (r) => (r.catalog[0].provider = 'nowhere'), 'catalog[0].provider'],
+    ['a duplicate id', (r) => (r.catalog[2].id = 'gpt-4o-mini'), 'catalog[2].id'],
+    ['an unsupported speech format', (r) => (r.catalog[2].response_formats = ['mp3', 'ogg']), 'catalog[2].response_formats'],
+    ['an empty voice list', (r) => (r.catalog[2].voices = []), 'catalog[2].voices'],
+    ['no active transcription model', (r) => (r.catalog[1].active = false), 'catalog: exactly one transcription model'],
+    ['two active transcription models', (r) => r.catalog.push({ ...r.catalog[1], id: 'stt-2' }), 'catalog: exactly one transcription model'],
+    ['an empty catalog', (r) => (r.catalog = []), 'catalog'],
+    ['a zero burst limit', (r) => (r.limits = { chat_burst: { requests: 0 } }), 'limits.chat_burst.requests'],
+    ['a tiny JSON body limit', (r) => (r.limits = { json_body_max_bytes: 10 }), 'limits.json_body_max_bytes'],
+    ['a negative fair-use allowance', (r) => (r.fair_use = { monthly_requests: -1 }), 'fair_use.monthly_requests'],
+    ['a local chat model other than dev-echo', (r) => r.catalog.push({ ...r.catalog[0], id: 'l', provider: 'local', upstream_model: 'llama' }), 'catalog[3].upstream_model'],
+  ])('refuses %s, naming %s', (_name, edit, field) => {
+    const message = problemsOf(edit);
+    expect(message).toContain('gateway.yaml');
+    expect(message).toContain(field);
+  });
+
+  it('lists every problem at once', () => {
+    const message = problemsOf((r) => {
+      r.catalog[0].input_price_per_million = -1;
+      r.providers.openai.base_url = 'nope';
+    });
+    expect(message).toContain('catalog[0].input_price_per_million');
+    expect(message).toContain('providers.openai.base_url');
+  });
+
+  it.each([
+    ['a YAML list', ['a']],
+    ['a scalar', 'providers'],
+    ['nothing', null],
+    ['providers as a list', { providers: ['openai'], catalog: [] }],
+  ])('refuses a document that is %s', (_name, raw) => {
+    expect(() => validateGatewayConfig(raw, 'gateway.yaml')).toThrow(ConfigError);
+  });
+
+  it('names the file when it cannot be read', () => {
+    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow(/\/nonexistent\/gateway\.yaml: cannot read YAML/);
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testDatabaseUrl } from './support/test-app';
+
+const ROOT = join(__dirname, '..');
+const MAIN = join(ROOT, 'src/main.ts');
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real entry point as an operator would, and waits for it to give up. */
+function runMain(env: Record<string, string>, timeoutMs = 30_000): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: testDatabaseUrl(), PORT: '0', LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`main.ts did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('A bad configuration stops the process, naming the field', () => {
+  // Made at collection time: jest starts concurrent tests before beforeAll hooks have run.
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
+  const shipped = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8');
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function configFile(name: string, text: string): string {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  }
+
+  const cases: Array<[string, () => Record<string, string>, RegExp[]]> = [
+    [
+      'a negative price in the YAML file',
+      () => ({ GATEWAY_CONFIG: configFile('price.yaml', shipped.replace('input_price_per_million: 0.5', 'input_price_per_million: -0.5')) }),
+      [/price\.yaml/, /catalog\[0\]\.input_price_per_million/],
+    ],
+    [
+      'an unknown model kind',
+      () => ({ GATEWAY_CONFIG: configFile('kind.yaml', shipped.replace('kind: speech', 'kind: image')) }),
+      [/catalog\[2\]\.kind/],
+    ],
+    [
+      'a provider without a type',
+      () => ({ GATEWAY_CONFIG: configFile('provider.yaml', shipped.replace('    type: local\n', '')) }),
+      [/providers\.local\.type/],
+    ],
+    [
+      'a non-numeric burst limit',
+      () => ({ GATEWAY_CONFIG: configFile('burst.yaml', shipped.replace('requests: 60', 'requests: lots')) }),
+      [/limits\.chat_burst\.requests/],
+    ],
+    [
+      'a YAML syntax error',
+      () => ({ GATEWAY_CONFIG: configFile('syntax.yaml', 'providers:\n  local: [type: local\ncatalog: {\n') }),
+      [/syntax\.yaml: cannot read YAML/],
+    ],
+    ['a missing file', () => ({ GATEWAY_CONFIG: join(dir, 'absent.yaml') }), [/absent\.yaml: cannot read YAML/]],
+    ['PORT=abc', () => ({ PORT: 'abc' }), [/PORT: must be an integer/]],
+    ['LOG_LEVEL=loud', () => ({ LOG_LEVEL: 'loud' }), [/LOG_LEVEL: must be one of/]],
+    ['a REDIS_URL that is not a redis URL', () => ({ REDIS_URL: 'localhost:6379' }), [/REDIS_URL: not a valid URL/]],
+    ['a short ADMIN_TOKEN', () => ({ ADMIN_TOKEN: 'short' }), [/ADMIN_TOKEN: must be at least 16 characters/]],
+  ];
+
+  it.concurrent.each(cases)('exits non-zero on %s', async (_name, env, expected) => {
+    const exit = await runMain(env());
+    expect(exit.code).not.toBe(0);
+    expect(exit.code).not.toBeNull();
+    expect(exit.stderr).toMatch(/^Gateway failed to start: /);
+    for (const pattern of expected) expect(exit.stderr).toMatch(pattern);
+    // A configuration problem is reported as such, not as a crash with a stack trace.
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
+    expect(exit.stdout).not.toMatch(/listening/i);
+  });
+});
