@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
+import { UsageController } from './usage.controller';
 import { UsageService } from './usage.service';
 
 @Global()
-@Module({ providers: [UsageService], exports: [UsageService] })
+@Module({ controllers: [UsageController], providers: [UsageService], exports: [UsageService] })
 export class UsageModule {}
