@@ -1,5 +1,6 @@
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { ThrottlerStorage } from '@nestjs/throttler';
+import { once } from 'node:events';
 import OpenAI from 'openai';
 import { AdminClient } from './support/admin-client';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
@@ -133,6 +134,11 @@ const redisUrl = process.env.REDIS_URL;
   const storage = gw.app.get(ThrottlerStorage) as ThrottlerStorageRedisService;
   expect(storage).toBeInstanceOf(ThrottlerStorageRedisService);
   await storage.redis.ping();
+  const ended = storage.redis.status === 'end' ? Promise.resolve() : once(storage.redis, 'end');
   await gw.close();
+  // ioredis reaches "end" when the socket has closed, a moment after disconnect().
+  let timer: NodeJS.Timeout | undefined;
+  const tooLate = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('Redis connection still open 2 s after shutdown')), 2000)));
+  await Promise.race([ended, tooLate]).finally(() => clearTimeout(timer));
   expect(storage.redis.status).toBe('end');
 });

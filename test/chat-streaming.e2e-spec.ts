@@ -160,7 +160,7 @@ describe('chat streaming', () => {
     const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'x' }], stream: true });
     expect(res.status).toBe(502);
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
-    expect((await res.json()).error).toMatchObject({ code: 'upstream_error' });
+    expect(((await res.json()) as any).error).toMatchObject({ code: 'upstream_error' });
     expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1_000_000n, reserved: 0n, charges: [] });
   });
 

@@ -87,7 +87,7 @@ describe('chat upstream failures', () => {
     const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] });
     const elapsed = Date.now() - started;
     expect(res.status).toBe(502);
-    expect((await res.json()).error.code).toBe('upstream_error');
+    expect(((await res.json()) as any).error.code).toBe('upstream_error');
     expect(elapsed).toBeGreaterThanOrEqual(REQUEST_MS - 50);
     expect(elapsed).toBeLessThan(REQUEST_MS + 3000);
     await fake.waitFor(() => fake.aborted().length === 1);
@@ -103,7 +103,7 @@ describe('chat upstream failures', () => {
     fake.failNext(mode);
     const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }], stream: true });
     expect(res.status).toBe(502);
-    expect((await res.json()).error.code).toBe('upstream_error');
+    expect(((await res.json()) as any).error.code).toBe('upstream_error');
     await expectNotCharged(accountId, 'upstream_error', 502, true);
   });
 
