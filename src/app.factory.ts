@@ -4,6 +4,7 @@ import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { GatewayOptions } from './config/config.module';
+import { setupOpenApi } from './openapi/openapi.setup';
 
 /** Builds the gateway exactly as it runs in production; tests use the same function. */
 export async function createGatewayApp(options: GatewayOptions): Promise<INestApplication> {
@@ -15,5 +16,6 @@ export async function createGatewayApp(options: GatewayOptions): Promise<INestAp
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   app.set('etag', false);
+  setupOpenApi(app);
   return app;
 }

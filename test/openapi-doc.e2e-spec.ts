@@ -1,0 +1,117 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { parse } from 'yaml';
+import { describeErrorCode, ErrorCode } from '../src/common/errors';
+import { startTestApp, TestApp } from './support/test-app';
+
+/** Routes of DESIGN.md that must be documented whatever else is registered. */
+const REQUIRED = [
+  'POST /v1/chat/completions',
+  'GET /v1/models',
+  'GET /v1/usage',
+  'POST /admin/v1/accounts',
+  'GET /admin/v1/accounts/{id}',
+  'POST /admin/v1/accounts/{id}/keys',
+  'GET /admin/v1/accounts/{id}/keys',
+  'DELETE /admin/v1/keys/{id}',
+  'POST /admin/v1/accounts/{id}/credits',
+  'PUT /admin/v1/accounts/{id}/spending-limit',
+  'PUT /admin/v1/accounts/{id}/subscription',
+  'GET /admin/v1/accounts/{id}/usage',
+  'GET /metrics',
+];
+
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+}
+
+/** Every "METHOD /path" the app's Express router serves through Nest's controllers, in OpenAPI notation. */
+function registeredRoutes(gw: TestApp): string[] {
+  const express = gw.app.getHttpAdapter().getInstance() as { router: { stack: Layer[] } };
+  return express.router.stack
+    .filter((layer) => layer.route)
+    .flatMap((layer) =>
+      Object.keys(layer.route!.methods).map((m) => `${m.toUpperCase()} ${layer.route!.path.replace(/:(\w+)/g, '{$1}')}`),
+    )
+    // Catch-all layers (the not-found handler) and the HTML pages are not API routes.
+    .filter((route) => !route.includes('*') && !/ \/(docs|dashboard)(\/|$)/.test(route));
+}
+
+describe('OpenAPI document at /docs', () => {
+  let gw: TestApp;
+  let doc: any;
+
+  beforeAll(async () => {
+    gw = await startTestApp();
+    const res = await fetch(`${gw.url}/docs/openapi.json`);
+    expect(res.status).toBe(200);
+    doc = await res.json();
+  });
+  afterAll(() => gw.close());
+
+  const operations = () =>
+    Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item as Record<string, any>).map(([method, op]) => ({ route: `${method.toUpperCase()} ${path}`, op })),
+    );
+
+  it('is a valid OpenAPI 3 document (and the same as YAML)', async () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+    const yaml = await fetch(`${gw.url}/docs/openapi.yaml`);
+    expect(yaml.status).toBe(200);
+    expect(parse(await yaml.text())).toEqual(doc);
+  });
+
+  it('lists every route the gateway serves, each with its summary, security and error codes', () => {
+    const documented = operations().map((o) => o.route);
+    const served = registeredRoutes(gw);
+    expect(served.length).toBeGreaterThanOrEqual(REQUIRED.length);
+    expect(documented.sort()).toEqual([...new Set(served)].sort());
+    for (const route of REQUIRED) expect(documented).toContain(route);
+
+    for (const { route, op } of operations()) {
+      expect([route, typeof op.summary]).toEqual([route, 'string']);
+      if (route.includes('/v1/')) {
+        const scheme = route.includes('/admin/') ? 'admin_token' : 'api_key';
+        expect([route, op.security]).toEqual([route, [{ [scheme]: [] }]]);
+        expect(op['x-error-codes']).toContain(scheme === 'api_key' ? 'invalid_api_key' : 'invalid_admin_token');
+      }
+      // Each code sits under its status, with an example body carrying that code and its type.
+      for (const code of op['x-error-codes'] as ErrorCode[]) {
+        const { status, type } = describeErrorCode(code);
+        const response = op.responses[String(status)];
+        expect([route, code, response?.['x-error-codes']]).toEqual([route, code, expect.arrayContaining([code])]);
+        const example = response.content['application/json'].examples[code].value;
+        expect(example.error).toMatchObject({ code, type, param: null });
+      }
+    }
+  });
+
+  it("documents the chat, models and admin routes' own codes, bodies and media types", () => {
+    const op = (route: string) => operations().find((o) => o.route === route)!.op;
+    const chat = op('POST /v1/chat/completions');
+    expect(chat.responses['402']['x-error-codes']).toEqual(['insufficient_credits', 'monthly_limit_reached']);
+    expect(chat.responses['400']['x-error-codes']).toEqual(
+      expect.arrayContaining(['invalid_json', 'missing_model', 'unknown_model', 'model_not_hosted', 'invalid_request_error']),
+    );
+    expect(chat.responses['429']['x-error-codes']).toEqual(['rate_limit_exceeded']);
+    expect(chat.responses['502']['x-error-codes']).toEqual(['upstream_error']);
+    expect(Object.keys(chat.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
+    expect(chat.requestBody.content['application/json'].schema.required).toEqual(['model', 'messages']);
+    expect(op('GET /v1/models').responses['405']['x-error-codes']).toEqual(['method_not_allowed']);
+    expect(op('GET /admin/v1/accounts/{id}').responses['404']['x-error-codes']).toEqual(['not_found']);
+    expect(op('POST /admin/v1/accounts/{id}/credits').requestBody.content['application/json'].schema.required).toEqual(['amount_usd']);
+    expect(op('GET /v1/usage').parameters.map((p: any) => p.name)).toEqual(['from', 'to']);
+    expect(doc.components.schemas.ErrorResponse.properties.error.properties.code.enum).toEqual(Object.values(ErrorCode));
+  });
+
+  it('serves Swagger UI from the gateway itself, without a CDN and without a key', async () => {
+    const page = await fetch(`${gw.url}/docs`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('swagger-ui');
+    expect(html).not.toMatch(/(src|href)="https?:\/\//);
+    const css = await fetch(`${gw.url}/docs/swagger-ui.css`);
+    expect(css.status).toBe(200);
+    expect(css.headers.get('content-type')).toMatch(/text\/css/);
+  });
+});
