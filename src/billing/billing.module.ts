@@ -1,8 +1,25 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Pool } from 'pg';
+import { DATABASE_URL } from '../config/config.tokens';
 import { AccountsService } from './accounts.service';
+import { BILLING_POOL, createBillingPool } from './billing-pool';
 import { BillingService } from './billing.service';
 import { HoldSweeper } from './hold-sweeper.service';
 
 @Global()
-@Module({ providers: [AccountsService, BillingService, HoldSweeper], exports: [AccountsService, BillingService] })
-export class BillingModule {}
+@Module({
+  providers: [
+    AccountsService,
+    BillingService,
+    HoldSweeper,
+    { provide: BILLING_POOL, inject: [DATABASE_URL], useFactory: createBillingPool },
+  ],
+  exports: [AccountsService, BillingService],
+})
+export class BillingModule implements OnApplicationShutdown {
+  constructor(@Inject(BILLING_POOL) private readonly pool: Pool) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { Pool } from 'pg';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
 import { USAGE_COLUMNS, UsageService } from '../usage/usage.service';
+import { BILLING_POOL } from './billing-pool';
 import { TokenPrices, tokenPrices } from './token-prices';
 
 export interface ReserveInput {
@@ -63,7 +63,7 @@ export class BillingService {
   private readonly prices = new Map<string, TokenPrices>();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    @Inject(BILLING_POOL) private readonly db: Pool,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly usage: UsageService,
   ) {}
@@ -71,7 +71,9 @@ export class BillingService {
   async reserve(input: ReserveInput): Promise<Reservation> {
     const prices = this.pricesOf(input.model);
     const ttlMs = this.holdTtlMs(input.model);
-    const [row]: ReserveRow[] = await this.db.query(`SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`, [
+    const {
+      rows: [row],
+    } = await this.db.query<ReserveRow>(`SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`, [
       input.accountId,
       input.requestId,
       input.promptTokens,
@@ -121,7 +123,9 @@ export class BillingService {
          SELECT charged FROM charge`
       : `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
     try {
-      const [result]: { charged: string }[] = await this.db.query(sql, row ? [...settleParams, ...row] : settleParams);
+      const {
+        rows: [result],
+      } = await this.db.query<{ charged: string }>(sql, row ? [...settleParams, ...row] : settleParams);
       const charged = BigInt(result.charged);
       if (row) this.usage.observeRecorded(req, status, charged);
       return charged;
@@ -155,7 +159,9 @@ export class BillingService {
   async sweepExpiredHolds(batch = 1000): Promise<number> {
     let total = 0;
     for (;;) {
-      const [row]: { n: number }[] = await this.db.query(`SELECT billing_sweep_holds($1) AS n`, [batch]);
+      const {
+        rows: [row],
+      } = await this.db.query<{ n: number }>(`SELECT billing_sweep_holds($1) AS n`, [batch]);
       total += row.n;
       if (row.n < batch) return total;
     }

@@ -5,6 +5,7 @@ import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 import { ProviderRegistry } from '../providers/provider-registry';
+import { UsageService } from '../usage/usage.service';
 import { UpstreamFailure } from '../providers/upstream-failure';
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
 import { ChatRequest } from './chat-request.pipe';
@@ -24,6 +25,7 @@ export class ChatService {
     private readonly billing: BillingService,
     private readonly providers: ProviderRegistry,
     private readonly metrics: MetricsService,
+    private readonly usage: UsageService,
   ) {}
 
   async complete(req: GatewayRequest, res: Response, chat: ChatRequest): Promise<void> {
@@ -39,6 +41,7 @@ export class ChatService {
       requestedMaxTokens: chat.maxTokens,
       choices: chat.choices,
     });
+    if (req.usage) req.usage.awaitingSettlement = true;
     const upstreamBody = this.upstreamBody(chat, reservation);
     // A client that goes away aborts the upstream request (socket closed, no more tokens produced).
     const abort = new AbortController();
@@ -153,6 +156,7 @@ export class ChatService {
     return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${req.id} when reporting it.`);
   }
 
+  /** A failed request: its hold goes back uncharged, and its usage record says so. */
   private async releaseQuietly(reservation: Reservation, req: GatewayRequest): Promise<void> {
     try {
       await this.billing.release(reservation);
@@ -160,6 +164,7 @@ export class ChatService {
       // The sweeper releases it once it expires.
       this.logger.error({ err, requestId: req.id }, `Could not release the hold of ${req.id}: ${(err as Error).message}`);
     }
+    this.usage.settlementAbandoned(req);
   }
 }
 

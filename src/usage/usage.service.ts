@@ -54,15 +54,33 @@ export class UsageService {
       streamed: false,
       errorCode: null,
       recorded: false,
+      awaitingSettlement: false,
+      closedStatus: null,
     };
     req.usage = draft;
     res.once('close', () => {
       if (draft.recorded) return;
       const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST;
-      this.record(this.db.manager, req, status, 0n).catch((err: Error) =>
-        this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
-      );
+      if (draft.awaitingSettlement) draft.closedStatus = status;
+      else this.recordUncharged(req, status);
     });
+  }
+
+  /**
+   * The request's hold was released without a charge: its record is written by the response's close,
+   * or now when the response has closed already.
+   */
+  settlementAbandoned(req: GatewayRequest): void {
+    const draft = req.usage;
+    if (!draft) return;
+    draft.awaitingSettlement = false;
+    if (draft.closedStatus !== null) this.recordUncharged(req, draft.closedStatus);
+  }
+
+  private recordUncharged(req: GatewayRequest, status: number): void {
+    this.record(this.db.manager, req, status, 0n).catch((err: Error) =>
+      this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
+    );
   }
 
   /** Writes the request's usage record with the given manager (at most once per request). */

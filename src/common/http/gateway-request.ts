@@ -18,6 +18,10 @@ export interface UsageDraft {
   errorCode: string | null;
   /** Set when billing wrote the record inside its settlement transaction. */
   recorded: boolean;
+  /** While a chat hold is open, settlement writes the record; the response's close must not. */
+  awaitingSettlement: boolean;
+  /** The status seen when the response closed while awaiting settlement. */
+  closedStatus: number | null;
 }
 
 export interface GatewayRequest extends Request {

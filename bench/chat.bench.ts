@@ -1,0 +1,187 @@
+/**
+ * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
+ * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
+ * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS and DATABASE_URL are read from the environment).
+ * Results: docs/performance.md.
+ */
+import autocannon from 'autocannon';
+import { ChildProcess, execSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Agent, request } from 'undici';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
+const SEQUENTIAL = 300;
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ROOT = join(__dirname, '..');
+const children: ChildProcess[] = [];
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (ready.test(line)) resolve({ child, line });
+    });
+    child.once('exit', (code) => reject(new Error(`${command} ${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+const tsNode = (file: string, ...args: string[]): [string, string[]] => ['node', ['-r', 'ts-node/register/transpile-only', join(ROOT, 'bench', file), ...args]];
+
+function body(stream: boolean, model: string): string {
+  return JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say something short about benchmarks.' }], ...(stream ? { stream_options: { include_usage: true } } : {}) });
+}
+
+async function throughput(target: Target, stream: boolean, model: string) {
+  const result = await autocannon({
+    url: `${target.url}/chat/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: body(stream, model),
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+}
+
+/** Median over sequential requests of the full answer (JSON) or of the first SSE event (streams). */
+async function unloaded(target: Target, stream: boolean, model: string): Promise<number> {
+  const dispatcher = new Agent({ connections: 1 });
+  const samples: number[] = [];
+  for (let i = 0; i < SEQUENTIAL + 30; i++) {
+    const start = process.hrtime.bigint();
+    const answer = await request(`${target.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...target.headers },
+      body: body(stream, model),
+      dispatcher,
+    });
+    let elapsed = 0;
+    for await (const part of answer.body) {
+      if (elapsed === 0 && (!stream || String(part).includes('data:'))) {
+        if (stream) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+      }
+    }
+    if (!stream) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+    if (answer.statusCode !== 200) throw new Error(`${target.name}: HTTP ${answer.statusCode}`);
+    if (i >= 30) samples.push(elapsed);
+  }
+  await dispatcher.close();
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)];
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+/** STREAMS concurrent slow streams through the gateway: errors and resident memory growth. */
+async function manyStreams(gateway: Target, pid: number) {
+  const dispatcher = new Agent({ connections: STREAMS + 10, pipelining: 0 });
+  const before = rssMb(pid);
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
+  let errors = 0;
+  let completed = 0;
+  await Promise.all(
+    Array.from({ length: STREAMS }, async () => {
+      try {
+        const answer = await request(`${gateway.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...gateway.headers },
+          body: body(true, 'bench-slow'),
+          dispatcher,
+          bodyTimeout: 60_000,
+          headersTimeout: 60_000,
+        });
+        let text = '';
+        for await (const part of answer.body) text += String(part);
+        if (answer.statusCode === 200 && text.includes('[DONE]')) completed++;
+        else errors++;
+      } catch {
+        errors++;
+      }
+    }),
+  );
+  clearInterval(sampler);
+  await dispatcher.close();
+  return { completed, errors, before, peak, growth: peak - before };
+}
+
+async function gatewayTarget(upstreamUrl: string): Promise<{ target: Target; pid: number }> {
+  const configPath = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
+  const models = ['bench-model', 'bench-slow']
+    .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
+    .join('\n');
+  writeFileSync(
+    configPath,
+    `providers:\n  bench: { type: openai-compatible, base_url: "${upstreamUrl}/v1", timeouts: { connect_ms: 2000, request_ms: 60000 }, max_connections: 2048 }\n` +
+      `catalog:\n${models}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
+  );
+  const port = 18000 + (process.pid % 1000);
+  const { child } = await startChild('node', [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/src/main.js'], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' }, /Gateway listening/);
+  const url = `http://127.0.0.1:${port}`;
+  const admin = async (path: string, payload: unknown) => {
+    const answer = await request(`${url}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    });
+    return (await answer.body.json()) as { id: string; key: string };
+  };
+  const account = await admin('/accounts', { name: 'bench' });
+  await admin(`/accounts/${account.id}/credits`, { amount_usd: '1000000' });
+  const { key } = await admin(`/accounts/${account.id}/keys`, { name: 'bench' });
+  return { target: { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${key}` } }, pid: child.pid! };
+}
+
+async function main(): Promise<void> {
+  execSync('npm run build', { cwd: ROOT, stdio: 'ignore' });
+  const upstream = await startChild(...tsNode('bench-upstream.ts'), {}, /^\d+$/);
+  const upstreamUrl = `http://127.0.0.1:${upstream.line.trim()}`;
+  const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
+  const gateway = await gatewayTarget(upstreamUrl);
+  const targets: Target[] = [
+    { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {} },
+    { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {} },
+    gateway.target,
+  ];
+
+  const rows: string[] = [];
+  for (const stream of [false, true]) {
+    for (const target of targets) {
+      const idle = await unloaded(target, stream, 'bench-model');
+      const load = await throughput(target, stream, 'bench-model');
+      rows.push(
+        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${idle.toFixed(3)} |`,
+      );
+      process.stdout.write(`${rows[rows.length - 1]}\n`);
+    }
+  }
+  const streams = await manyStreams(gateway.target, gateway.pid);
+  process.stdout.write(
+    `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n` +
+      `${STREAMS} concurrent streams through the gateway: ${streams.completed} completed, ${streams.errors} errors, ` +
+      `RSS ${streams.before.toFixed(0)} MB before, ${streams.peak.toFixed(0)} MB peak (+${streams.growth.toFixed(0)} MB)\n`,
+  );
+}
+
+main()
+  .catch((err: Error) => {
+    process.stderr.write(`${err.stack}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => children.forEach((c) => c.kill('SIGTERM')));
