@@ -18,7 +18,7 @@ describe('admin CLI (npm run admin -- <command>)', () => {
 
   /** Runs the CLI as its own process, the way `npm run admin --` does (ts-node, transpile only). */
   const cli = async (args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> => {
-    const childEnv = { ...process.env, GATEWAY_URL: gw.url, ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...env };
+    const childEnv: Record<string, string | undefined> = { ...process.env, GATEWAY_URL: gw.url, ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...env };
     for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
     try {
       const { stdout, stderr } = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/cli/admin-cli.ts', ...args], {
