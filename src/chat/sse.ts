@@ -1,5 +1,4 @@
 import type { Response } from 'express';
-import { once } from 'node:events';
 
 /**
  * Writes server-sent events with backpressure: `send` waits while the client's socket buffer is full,
@@ -43,6 +42,14 @@ export class SseWriter {
     if (!this.isOpen) return;
     if (!this.started) this.start();
     if (this.res.write(text)) return;
-    await Promise.race([once(this.res, 'drain'), once(this.res, 'close')]);
+    await new Promise<void>((resolve) => {
+      const resume = () => {
+        this.res.off('drain', resume);
+        this.res.off('close', resume);
+        resolve();
+      };
+      this.res.on('drain', resume);
+      this.res.on('close', resume);
+    });
   }
 }
