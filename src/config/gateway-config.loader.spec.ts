@@ -86,6 +86,20 @@ describe('validateGatewayConfig', () => {
     expect(message).toContain(field);
   });
 
+  it.each<[string, (raw: Raw) => void, string]>([
+    ['a misspelt top-level key', (r) => (r.limit = { chat_burst: { requests: 1 } }), 'limit: unknown key'],
+    ['a misspelt limits key', (r) => (r.limits = { chat_brust: { requests: 1 } }), 'limits.chat_brust: unknown key'],
+    ['a misspelt provider key', (r) => (r.providers.openai.api_key = 'sk-123'), 'providers.openai.api_key: unknown key'],
+    ['a misspelt timeout key', (r) => (r.providers.openai.timeouts = { request_timeout: 5 }), 'providers.openai.timeouts.request_timeout: unknown key'],
+    ['a misspelt catalog key', (r) => (r.catalog[0].max_tokens = 10), 'catalog[0].max_tokens: unknown key'],
+  ])('refuses %s rather than ignoring it', (_name, edit, problem) => {
+    expect(problemsOf(edit)).toContain(problem);
+  });
+
+  it('does not echo the value of an unknown key (it may be a secret)', () => {
+    expect(problemsOf((r) => (r.providers.openai.api_key = 'sk-secret-123'))).not.toContain('sk-secret-123');
+  });
+
   it('lists every problem at once', () => {
     const message = problemsOf((r) => {
       r.catalog[0].input_price_per_million = -1;

@@ -30,9 +30,11 @@ export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayC
   config.providers = Object.fromEntries(
     Object.entries(providers).map(([name, p]) => [name, plainToInstance(ProviderConfig, p, { exposeDefaultValues: true })]),
   );
+  // Unknown keys are refused so that a misspelt optional key cannot silently fall back to its default.
+  const strict = { whitelist: true, forbidNonWhitelisted: true };
   const problems = [
-    ...flatten(validateSync(config), ''),
-    ...Object.entries(config.providers).flatMap(([name, p]) => flatten(validateSync(p), `providers.${name}`)),
+    ...flatten(validateSync(config, strict), ''),
+    ...Object.entries(config.providers).flatMap(([name, p]) => flatten(validateSync(p, strict), `providers.${name}`)),
     ...crossCheck(config),
   ];
   if (problems.length > 0) {
@@ -44,7 +46,9 @@ export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayC
 function flatten(errors: ValidationError[], parent: string): string[] {
   return errors.flatMap((e) => {
     const field = /^\d+$/.test(e.property) ? `${parent}[${e.property}]` : parent ? `${parent}.${e.property}` : e.property;
-    const own = Object.values(e.constraints ?? {}).map((msg) => `${field}: ${msg.replace(e.property, '').trim()} (got ${JSON.stringify(e.value)})`);
+    const own = Object.entries(e.constraints ?? {}).map(([rule, msg]) =>
+      rule === 'whitelistValidation' ? `${field}: unknown key` : `${field}: ${msg.replace(e.property, '').trim()} (got ${JSON.stringify(e.value)})`,
+    );
     return [...own, ...flatten(e.children ?? [], field)];
   });
 }
