@@ -1,0 +1,70 @@
+import { Reflector } from '@nestjs/core';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
+import { GatewayError } from '../common/errors';
+import { UsageService } from '../usage/usage.service';
+import { ApiKeyGuard } from './api-key.guard';
+import { KeysService } from './keys.service';
+
+const KEY = 'gwk_0123456789012345678901234567890123456789012abcdef';
+
+function contextFor(headers: Record<string, string>) {
+  const req: Record<string, unknown> = { headers };
+  const res = {};
+  const handler = () => undefined;
+  class Controller {}
+  return { req, res, context: new ExecutionContextHost([req, res], Controller, handler) };
+}
+
+describe(ApiKeyGuard.name, () => {
+  let reflector: { getAllAndOverride: jest.Mock };
+  let keys: { authenticate: jest.Mock };
+  let usage: { track: jest.Mock };
+  let sut: ApiKeyGuard;
+
+  beforeEach(() => {
+    reflector = { getAllAndOverride: jest.fn().mockReturnValue(undefined) };
+    keys = { authenticate: jest.fn() };
+    usage = { track: jest.fn() };
+    sut = new ApiKeyGuard(reflector as unknown as Reflector, keys as unknown as KeysService, usage as unknown as UsageService);
+  });
+
+  it('lets a @Public() route through without looking at any key', async () => {
+    reflector.getAllAndOverride.mockReturnValue(true);
+    const { context } = contextFor({});
+    await expect(sut.canActivate(context)).resolves.toBe(true);
+    expect(keys.authenticate).not.toHaveBeenCalled();
+    expect(usage.track).not.toHaveBeenCalled();
+  });
+
+  it('authenticates a Bearer key, attaches the account and starts metering', async () => {
+    keys.authenticate.mockResolvedValue({ accountId: 'acc', keyId: 'key' });
+    const { req, res, context } = contextFor({ authorization: `Bearer ${KEY}` });
+    await expect(sut.canActivate(context)).resolves.toBe(true);
+    expect(keys.authenticate).toHaveBeenCalledWith(KEY);
+    expect(req.auth).toEqual({ accountId: 'acc', keyId: 'key' });
+    expect(usage.track).toHaveBeenCalledWith(req, res);
+  });
+
+  it.each([
+    ['no header', {}],
+    ['the Basic scheme', { authorization: `Basic ${KEY}` }],
+    ['a bare key', { authorization: KEY }],
+    ['an empty Bearer', { authorization: 'Bearer ' }],
+    ['two tokens', { authorization: `Bearer ${KEY} ${KEY}` }],
+  ])('refuses %s with invalid_api_key before any look-up', async (_name, headers) => {
+    const { context } = contextFor(headers);
+    await expect(sut.canActivate(context)).rejects.toMatchObject({ code: 'invalid_api_key', status: 401 });
+    expect(keys.authenticate).not.toHaveBeenCalled();
+    expect(usage.track).not.toHaveBeenCalled();
+  });
+
+  it('refuses a key the service does not know, without metering', async () => {
+    keys.authenticate.mockResolvedValue(null);
+    const { req, context } = contextFor({ authorization: `Bearer ${KEY}` });
+    const failure = sut.canActivate(context);
+    await expect(failure).rejects.toBeInstanceOf(GatewayError);
+    await expect(failure).rejects.toMatchObject({ code: 'invalid_api_key' });
+    expect(req.auth).toBeUndefined();
+    expect(usage.track).not.toHaveBeenCalled();
+  });
+});
