@@ -28,6 +28,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private readonly cache = new Map<string, CachedKey>();
   private listener: Client | null = null;
   private closing = false;
+  /** Counts cache invalidations, so that a look-up racing a revocation does not cache a stale row. */
+  private invalidations = 0;
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
@@ -49,13 +51,15 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     const hash = hashApiKey(presented);
     const cached = this.cache.get(hash);
     if (cached && cached.expiresAt > Date.now()) return cached;
+    const generation = this.invalidations;
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (!row) {
       this.cache.delete(hash);
       return null;
     }
     const entry = { accountId: row.accountId, keyId: row.id, expiresAt: Date.now() + CACHE_TTL_MS };
-    this.cache.set(hash, entry);
+    // A revocation noticed while the row was read may be this key's: the row may predate it.
+    if (generation === this.invalidations) this.cache.set(hash, entry);
     return entry;
   }
 
@@ -80,15 +84,20 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     );
     if (rows.length === 0) return null;
     const hash = rows[0].key_hash;
-    this.cache.delete(hash);
+    this.forget(hash);
     await this.keys.query(`SELECT pg_notify($1, $2)`, [REVOCATION_CHANNEL, hash]);
     return this.keys.findOneByOrFail({ id: keyId });
+  }
+
+  private forget(hash: string): void {
+    this.invalidations++;
+    this.cache.delete(hash);
   }
 
   private async listen(): Promise<void> {
     const client = new Client({ connectionString: this.databaseUrl });
     client.on('notification', (msg) => {
-      if (msg.payload) this.cache.delete(msg.payload);
+      if (msg.payload) this.forget(msg.payload);
     });
     client.on('error', (err) => {
       this.logger.warn(`Revocation listener lost its connection: ${err.message}`);
@@ -104,6 +113,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (this.closing || this.listener !== broken) return;
     this.listener = null;
     // Notices may have been missed while disconnected: forget everything cached.
+    this.invalidations++;
     this.cache.clear();
     setTimeout(() => {
       this.listen().catch((err: Error) => {
