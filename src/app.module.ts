@@ -11,6 +11,7 @@ import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
 import { JsonBodyInterceptor } from './common/interceptors/json-body.interceptor';
 import { loggerParams } from './common/logging';
 import { ConfigModule, GatewayOptions } from './config/config.module';
+import { DashboardModule } from './dashboard/dashboard.module';
 import { dataSourceOptions } from './database/data-source.options';
 import { EntitlementsModule } from './entitlements/entitlements.module';
 import { HealthModule } from './health/health.module';
@@ -41,6 +42,7 @@ export class AppModule implements NestModule {
         ChatModule,
         AdminModule,
         HealthModule,
+        DashboardModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: ApiKeyGuard },
