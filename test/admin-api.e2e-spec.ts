@@ -117,6 +117,7 @@ describe('Admin API (/admin/v1)', () => {
       ['a number', { name: 42 }],
       ['an empty name', { name: '' }],
       ['a name over 200 characters', { name: 'n'.repeat(201) }],
+      ['a name with a NUL character', { name: 'a\u0000b' }],
       ['an unknown field', { name: 'x', credits_usd: 100 }],
       ['an array body', [{ name: 'x' }]],
       ['a string body', 'x'],
@@ -182,6 +183,7 @@ describe('Admin API (/admin/v1)', () => {
 
     it.each([
       ['a numeric name', { name: 7 }],
+      ['a name with a NUL character', { name: 'a\u0000b' }],
       ['an unknown field', { name: 'k', scopes: ['chat'] }],
     ])('refuses %s with 400', async (_name, body) => {
       const id = await newAccount();

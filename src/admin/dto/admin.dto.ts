@@ -1,12 +1,16 @@
-import { IsDateString, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { IsDateString, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, Validate, ValidateIf } from 'class-validator';
 import { UsdAmount } from './usd-amount.validator';
 
+/** PostgreSQL text cannot hold NUL; refusing it here keeps such a name a 400 rather than a failed insert. */
+const NO_NUL = /^[^\u0000]*$/;
+const NO_NUL_MESSAGE = { message: '$property must not contain NUL characters' };
+
 export class CreateAccountDto {
-  @IsString() @IsNotEmpty() @MaxLength(200) name: string;
+  @IsString() @IsNotEmpty() @MaxLength(200) @Matches(NO_NUL, NO_NUL_MESSAGE) name: string;
 }
 
 export class CreateKeyDto {
-  @IsOptional() @IsString() @MaxLength(200) name?: string;
+  @IsOptional() @IsString() @MaxLength(200) @Matches(NO_NUL, NO_NUL_MESSAGE) name?: string;
 }
 
 export class AddCreditsDto {
