@@ -86,6 +86,12 @@ describe('Error contract', () => {
     });
   });
 
+  it.each(['/v1/%E0%A4%A', '/admin/v1/accounts/%zz'])('answers a path with broken percent-encoding (%s) with 400, not 500', async (path) => {
+    const res = await fetch(`${gw.url}${path}`, { headers: ADMIN_HEADERS });
+    expect(res.status).toBe(400);
+    expectErrorBody(await res.json(), 'invalid_request_error');
+  });
+
   describe('x-request-id', () => {
     it.each([
       ['200 /v1/models', () => fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } }), 200],
