@@ -69,7 +69,8 @@ describe('OpenAPI document at /docs', () => {
     for (const route of REQUIRED) expect(documented).toContain(route);
 
     for (const { route, op } of operations()) {
-      expect([route, typeof op.summary]).toEqual([route, 'string']);
+      // A route without an entry in src/openapi/route-docs.ts has neither.
+      expect([route, typeof op.summary, Array.isArray(op['x-error-codes'])]).toEqual([route, 'string', true]);
       if (route.includes('/v1/')) {
         const scheme = route.includes('/admin/') ? 'admin_token' : 'api_key';
         expect([route, op.security]).toEqual([route, [{ [scheme]: [] }]]);
