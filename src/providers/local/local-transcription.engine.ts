@@ -1,7 +1,8 @@
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CatalogEntry } from '../../config/gateway-config.schema';
+import { UpstreamFailure } from '../upstream-failure';
 import { TranscriptionInput, VerboseTranscription } from '../upstream-provider';
 import { runEngine } from './child-process';
 
@@ -25,16 +26,15 @@ export async function transcribeLocally(
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<VerboseTranscription> {
+  await assertModelInstalled();
   const dir = await mkdtemp(join(tmpdir(), 'gateway-stt-'));
   try {
+    // A file, not a pipe: m4a/mp4 keep their index at the end, which ffmpeg must seek to.
     const source = join(dir, 'input');
     const wav = join(dir, 'audio.wav');
     await writeFile(source, input.file);
     const deadline = Date.now() + timeoutMs;
-    await runEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', source, '-ar', '16000', '-ac', '1', '-c:a', 'pcm_s16le', '-f', 'wav', wav], {
-      signal,
-      timeoutMs,
-    });
+    await decodeToWav(source, wav, signal, timeoutMs);
     const duration = Math.max(0, (await stat(wav)).size - WAV_HEADER_BYTES) / WAV_BYTES_PER_SECOND;
     const output = await runEngine(
       'pocketsphinx_continuous',
@@ -51,6 +51,32 @@ export async function transcribeLocally(
     };
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function assertModelInstalled(): Promise<void> {
+  try {
+    await access(join(MODEL_DIR, 'en-us.lm.bin'));
+  } catch {
+    throw new UpstreamFailure('engine_missing', `The pocketsphinx English model is not installed (Debian package pocketsphinx-en-us; expected ${MODEL_DIR}).`);
+  }
+}
+
+/**
+ * ffmpeg failing on an upload whose signature looked like audio means the audio itself is broken:
+ * that is the caller's 400, as a hosted speech service would answer, not an engine failure.
+ */
+async function decodeToWav(source: string, wav: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
+  try {
+    await runEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', source, '-vn', '-ar', '16000', '-ac', '1', '-c:a', 'pcm_s16le', '-f', 'wav', wav], {
+      signal,
+      timeoutMs,
+    });
+  } catch (err) {
+    if (err instanceof UpstreamFailure && err.kind === 'server_error' && !signal.aborted) {
+      throw new UpstreamFailure('rejected', `The audio file could not be decoded: ${err.message}`, 400);
+    }
+    throw err;
   }
 }
 
