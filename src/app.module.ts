@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module';
+import { AudioModule } from './audio/audio.module';
 import { BillingModule } from './billing/billing.module';
 import { ChatModule } from './chat/chat.module';
 import { BurstLimitModule } from './common/guards/burst-limit.module';
@@ -40,6 +41,7 @@ export class AppModule implements NestModule {
         ModelsModule,
         ProvidersModule,
         ChatModule,
+        AudioModule,
         AdminModule,
         HealthModule,
         DashboardModule,

@@ -1,6 +1,8 @@
 import { Global, Module } from '@nestjs/common';
+import { EntitlementGuard } from './entitlement.guard';
+import { FairUseService } from './fair-use.service';
 import { SubscriptionService } from './subscription.service';
 
 @Global()
-@Module({ providers: [SubscriptionService], exports: [SubscriptionService] })
+@Module({ providers: [SubscriptionService, FairUseService, EntitlementGuard], exports: [SubscriptionService, FairUseService, EntitlementGuard] })
 export class EntitlementsModule {}

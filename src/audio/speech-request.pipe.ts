@@ -1,0 +1,88 @@
+import { Inject, Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { GATEWAY_CONFIG } from '../config/config.tokens';
+import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
+import { CatalogService } from '../models/catalog.service';
+import { SpeechRequestDto } from './dto/speech-request.dto';
+
+/** A speech request that passed validation, with its catalog model and every default applied. */
+export interface SpeechRequest {
+  model: CatalogEntry;
+  input: string;
+  /** Characters of the input (Unicode code points), as limited and metered. */
+  inputChars: number;
+  voice: string;
+  responseFormat: SpeechFormat;
+  speed: number;
+}
+
+/** Which code a failed field check answers (SPEC.md's speech codes). */
+const FIELD_CODES: Record<string, ErrorCode> = {
+  model: ErrorCode.InvalidRequest,
+  input: ErrorCode.InvalidInput,
+  voice: ErrorCode.InvalidInput,
+  speed: ErrorCode.InvalidInput,
+  response_format: ErrorCode.UnsupportedResponseFormat,
+};
+
+/** Validates the parsed JSON body of POST /v1/audio/speech, codes in the order of SPEC.md. */
+@Injectable()
+export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> {
+  constructor(
+    private readonly catalog: CatalogService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  transform(body: unknown): SpeechRequest {
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw new GatewayError(ErrorCode.InvalidRequest, 'The request body must be a JSON object.');
+    }
+    const fields = body as Record<string, unknown>;
+    if (fields.model === undefined || fields.model === null || fields.model === '') {
+      throw new GatewayError(ErrorCode.MissingModel, 'You must provide a model parameter.', 'model');
+    }
+    if (typeof fields.model !== 'string') {
+      throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
+    }
+    const model = this.catalog.find(fields.model);
+    if (!model || model.kind !== 'speech') {
+      const speechIds = this.catalog.ofKind('speech').map((m) => m.id);
+      throw new GatewayError(ErrorCode.UnknownModel, `"${fields.model}" is not a speech model of the catalog; speech models: ${speechIds.join(', ') || 'none'}.`, 'model');
+    }
+    if (fields.input === undefined || fields.input === null) {
+      throw new GatewayError(ErrorCode.MissingInput, 'You must provide the input text to speak.', 'input');
+    }
+    const dto = plainToInstance(SpeechRequestDto, fields);
+    const [problem] = validateSync(dto, { forbidUnknownValues: false });
+    if (problem) {
+      const message = Object.values(problem.constraints ?? {})[0] ?? 'invalid value';
+      throw new GatewayError(FIELD_CODES[problem.property] ?? ErrorCode.InvalidRequest, `Invalid ${problem.property}: ${message}.`, problem.property);
+    }
+
+    const inputChars = [...dto.input].length;
+    const maxChars = this.config.limits.speech_max_input_chars;
+    if (inputChars > maxChars) {
+      throw new GatewayError(ErrorCode.InputTooLong, `input has ${inputChars} characters; the maximum is ${maxChars}.`, 'input');
+    }
+    const voice = dto.voice ?? model.voices?.[0];
+    if (voice === undefined) {
+      throw new GatewayError(ErrorCode.InvalidInput, `The model "${model.id}" has no default voice; send voice.`, 'voice');
+    }
+    if (model.voices && !model.voices.includes(voice)) {
+      throw new GatewayError(ErrorCode.InvalidInput, `Invalid voice "${voice}" for ${model.id}; voices: ${model.voices.join(', ')}.`, 'voice');
+    }
+    const formats = model.response_formats ?? SPEECH_FORMATS;
+    // mp3 is the default, as in OpenAI's API, unless the model does not offer it.
+    const responseFormat = dto.response_format ?? (formats.includes('mp3') ? 'mp3' : formats[0]);
+    if (!formats.includes(responseFormat)) {
+      throw new GatewayError(
+        ErrorCode.UnsupportedResponseFormat,
+        `response_format "${responseFormat}" is not offered by ${model.id}; formats: ${formats.join(', ')}.`,
+        'response_format',
+      );
+    }
+    return { model, input: dto.input, inputChars, voice, responseFormat, speed: dto.speed ?? 1 };
+  }
+}

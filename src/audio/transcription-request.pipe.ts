@@ -1,0 +1,68 @@
+import { createParamDecorator, ExecutionContext, Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { ErrorCode, GatewayError } from '../common/errors';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { acceptedExtension, detectContainer, SIGNATURE_BYTES, TRANSCRIPTION_EXTENSIONS } from './audio-file-format';
+import { TRANSCRIPTION_RESPONSE_FORMATS, TranscriptionFormDto, TranscriptionResponseFormat } from './dto/transcription-request.dto';
+
+/** The multipart form as multer left it on the request. */
+export interface TranscriptionForm {
+  file: Express.Multer.File | undefined;
+  fields: unknown;
+}
+
+/** A transcription request that passed validation. */
+export interface TranscriptionRequest {
+  file: Buffer;
+  filename: string;
+  mimetype: string;
+  responseFormat: TranscriptionResponseFormat;
+  /** What the client sent as `model` (ignored for routing). */
+  requestedModel?: string;
+  language?: string;
+  prompt?: string;
+  temperature?: string;
+}
+
+/** The uploaded file and the form's text fields, read by TranscriptionUploadInterceptor. */
+export const TranscriptionUpload = createParamDecorator((_: unknown, context: ExecutionContext): TranscriptionForm => {
+  const req = context.switchToHttp().getRequest<GatewayRequest>();
+  return { file: req.file, fields: req.body };
+});
+
+/** DESIGN.md section 5's transcription codes: missing_file, unsupported_file_format, invalid_response_format. */
+@Injectable()
+export class TranscriptionRequestPipe implements PipeTransform<TranscriptionForm, TranscriptionRequest> {
+  transform({ file, fields }: TranscriptionForm): TranscriptionRequest {
+    if (!file) throw new GatewayError(ErrorCode.MissingFile, 'You must upload the audio in the "file" field.', 'file');
+    const container = detectContainer(file.buffer.subarray(0, SIGNATURE_BYTES));
+    if (!acceptedExtension(file.originalname) || !container) {
+      throw new GatewayError(
+        ErrorCode.UnsupportedFileFormat,
+        `Unsupported file "${file.originalname}": the name and the content must be one of ${TRANSCRIPTION_EXTENSIONS.join(', ')}.`,
+        'file',
+      );
+    }
+    const form = plainToInstance(TranscriptionFormDto, { ...(fields as object) });
+    const [problem] = validateSync(form, { forbidUnknownValues: false });
+    if (problem?.property === 'response_format') {
+      throw new GatewayError(
+        ErrorCode.InvalidResponseFormat,
+        `Invalid response_format "${String(problem.value)}"; use one of ${TRANSCRIPTION_RESPONSE_FORMATS.join(', ')}.`,
+        'response_format',
+      );
+    }
+    if (problem) throw new GatewayError(ErrorCode.InvalidUpload, `Invalid form field ${problem.property}: send it once, as text.`, problem.property);
+    return {
+      file: file.buffer,
+      filename: file.originalname,
+      mimetype: file.mimetype,
+      responseFormat: form.response_format ?? 'json',
+      requestedModel: form.model,
+      language: form.language || undefined,
+      prompt: form.prompt || undefined,
+      temperature: form.temperature || undefined,
+    };
+  }
+}
