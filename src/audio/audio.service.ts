@@ -86,6 +86,7 @@ export class AudioService {
         .speech(request.model, { input: request.input, voice: request.voice, response_format: request.responseFormat, speed: request.speed }, signal);
       body = audio.body;
       if (!isAudioType(audio.contentType)) {
+        body.once('error', () => undefined); // undici reports its own destroy as an error
         body.destroy();
         throw new UpstreamFailure('bad_response', `The speech service answered with ${audio.contentType || 'no content type'} instead of audio.`);
       }
