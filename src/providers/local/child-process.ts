@@ -19,7 +19,8 @@ export interface ProcessOptions {
  * `failure` resolves to the error to report when the process cannot start or fails.
  */
 export function startEngine(command: string, args: string[], options: ProcessOptions): { child: ChildProcess; done: Promise<string> } {
-  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  // An explicit env makes the binary lookup follow process.env.PATH as this code sees it (jest sandboxes it).
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     if (stderr.length < 4096) stderr += chunk.toString('utf8');
