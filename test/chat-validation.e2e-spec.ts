@@ -56,6 +56,10 @@ describe('chat request validation and pass-through', () => {
     expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1_000_000n, reserved: 0n, charges: [], openHolds: 0 });
     const rows = await waitForUsageRows(db, accountId, 1);
     expect(rows).toEqual([expect.objectContaining({ status: 400, error_code: code, cost_micros: '0' })]);
+    // The usage view shows the model as requested, also when it was refused.
+    const requested = body && typeof body === 'object' && !Array.isArray(body) ? (body as { model?: unknown }).model : undefined;
+    const [record] = await db.query(`SELECT model FROM usage_records WHERE account_id = $1`, [accountId]);
+    expect(record.model).toBe(typeof requested === 'string' ? requested : null);
   });
 
   it('is seen by the openai SDK as a BadRequestError with the code', async () => {

@@ -139,7 +139,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     success: {
       status: 200,
       description: 'The audio in the requested format',
-      content: { 'audio/mpeg': string, 'audio/opus': string, 'audio/aac': string, 'audio/flac': string, 'audio/wav': string, 'audio/pcm': string },
+      content: { 'audio/mpeg': string, 'audio/ogg': string, 'audio/aac': string, 'audio/flac': string, 'audio/wav': string, 'audio/pcm': string },
     },
   },
   'GET /v1/models': {

@@ -9,6 +9,7 @@ import { MetricsService } from '../metrics/metrics.service';
 /** Status recorded when the client went away before any response was sent (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
 const LATEST_LIMIT = 50;
+const MAX_MODEL_LENGTH = 200;
 
 /** Columns of a usage record in the order of UsageService.claimRow, then cost_micros. */
 export const USAGE_COLUMNS =
@@ -103,6 +104,9 @@ export class UsageService {
     const draft = req.usage;
     if (!draft || !req.auth || draft.recorded) return null;
     draft.recorded = true;
+    // A request refused before its handler named the model (validation errors) still records it as sent.
+    const requested = (req.body as { model?: unknown } | undefined)?.model;
+    if (draft.model === null && typeof requested === 'string') draft.model = requested.slice(0, MAX_MODEL_LENGTH);
     const latencyMs = Number((process.hrtime.bigint() - draft.startedAt) / 1_000_000n);
     return [
       req.id,

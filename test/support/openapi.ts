@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 
-const SPEC_PATH = join(__dirname, '../../../shared/openai-openapi.yaml');
+const SPEC_PATH = join(__dirname, '../fixtures/openai-openapi.yaml');
 let ajv: Ajv2020 | null = null;
 const compiled = new Map<string, ValidateFunction>();
 
@@ -40,7 +40,7 @@ function normalizeNullable(node: any): any {
 }
 
 /**
- * A validator for one schema of OpenAI's published API (../shared/openai-openapi.yaml), e.g.
+ * A validator for one schema of OpenAI's published API (test/fixtures/openai-openapi.yaml, a copy of the binding ../shared/openai-openapi.yaml), e.g.
  * `CreateChatCompletionResponse`. On failure, `validator.errors` says what did not match.
  */
 export function openApiValidator(schemaName: string): ValidateFunction {
