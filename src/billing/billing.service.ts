@@ -73,16 +73,21 @@ export class BillingService {
     const ttlMs = this.holdTtlMs(input.model);
     const {
       rows: [row],
-    } = await this.db.query<ReserveRow>(`SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`, [
-      input.accountId,
-      input.requestId,
-      input.promptTokens,
-      input.requestedMaxTokens,
-      input.model.max_output_tokens ?? 1,
-      prices.inputPicos.toString(),
-      (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
-      ttlMs,
-    ]);
+    } = await this.db.query<ReserveRow>({
+      // Named: prepared once per connection, so each hold skips parsing and planning.
+      name: 'billing_reserve',
+      text: `SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`,
+      values: [
+        input.accountId,
+        input.requestId,
+        input.promptTokens,
+        input.requestedMaxTokens,
+        input.model.max_output_tokens ?? 1,
+        prices.inputPicos.toString(),
+        (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
+        ttlMs,
+      ],
+    });
     if (row.outcome !== 'ok') throw declined(row, input);
     this.live.set(input.requestId, ttlMs);
     return {
@@ -125,7 +130,11 @@ export class BillingService {
     try {
       const {
         rows: [result],
-      } = await this.db.query<{ charged: string }>(sql, row ? [...settleParams, ...row] : settleParams);
+      } = await this.db.query<{ charged: string }>({
+        name: row ? 'billing_settle_recorded' : 'billing_settle',
+        text: sql,
+        values: row ? [...settleParams, ...row] : settleParams,
+      });
       const charged = BigInt(result.charged);
       if (row) this.usage.observeRecorded(req, status, charged);
       return charged;
