@@ -5,6 +5,7 @@ import { ErrorCode, GatewayError } from '../common/errors';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
+import { readRequestedModel } from '../models/requested-model';
 import { SpeechRequestDto } from './dto/speech-request.dto';
 
 /** A speech request that passed validation, with its catalog model and every default applied. */
@@ -36,17 +37,8 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
   ) {}
 
   transform(body: unknown): SpeechRequest {
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw new GatewayError(ErrorCode.InvalidRequest, 'The request body must be a JSON object.');
-    }
-    const fields = body as Record<string, unknown>;
-    if (fields.model === undefined || fields.model === null || fields.model === '') {
-      throw new GatewayError(ErrorCode.MissingModel, 'You must provide a model parameter.', 'model');
-    }
-    if (typeof fields.model !== 'string') {
-      throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
-    }
-    const model = this.catalog.find(fields.model);
+    const { fields, modelId } = readRequestedModel(body);
+    const model = this.catalog.find(modelId);
     if (!model || model.kind !== 'speech') {
       const speechIds = this.catalog.ofKind('speech').map((m) => m.id);
       throw new GatewayError(ErrorCode.UnknownModel, `"${fields.model}" is not a speech model of the catalog; speech models: ${speechIds.join(', ') || 'none'}.`, 'model');

@@ -4,6 +4,7 @@ import { validateSync, ValidationError } from 'class-validator';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
+import { readRequestedModel } from '../models/requested-model';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
 
@@ -25,17 +26,8 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
   constructor(private readonly catalog: CatalogService) {}
 
   transform(body: unknown): ChatRequest {
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw new GatewayError(ErrorCode.InvalidRequest, 'The request body must be a JSON object.');
-    }
-    const fields = body as Record<string, unknown>;
-    if (fields.model === undefined || fields.model === null || fields.model === '') {
-      throw new GatewayError(ErrorCode.MissingModel, 'You must provide a model parameter.', 'model');
-    }
-    if (typeof fields.model !== 'string') {
-      throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
-    }
-    const model = this.catalog.find(fields.model);
+    const { fields, modelId } = readRequestedModel(body);
+    const model = this.catalog.find(modelId);
     if (!model) {
       throw new GatewayError(ErrorCode.UnknownModel, `The model "${fields.model}" does not exist; GET /v1/models lists the models served.`, 'model');
     }

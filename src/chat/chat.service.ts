@@ -16,6 +16,16 @@ import { SseWriter } from './sse';
 const CLIENT_CLOSED_REQUEST = 499;
 const ENDPOINT = '/v1/chat/completions';
 
+/** A chat request after its hold, on its way to the upstream. */
+interface UpstreamCall {
+  req: GatewayRequest;
+  res: Response;
+  chat: ChatRequest;
+  upstreamBody: ChatRequestBody;
+  reservation: Reservation;
+  signal: AbortSignal;
+}
+
 /** One chat completion: hold, upstream call, settlement (DESIGN.md sections 5 and 6). */
 @Injectable()
 export class ChatService {
@@ -49,8 +59,9 @@ export class ChatService {
       if (!res.writableFinished) abort.abort();
     });
     try {
-      if (chat.stream) await this.stream(req, res, chat, upstreamBody, reservation, abort.signal);
-      else await this.json(req, res, chat, upstreamBody, reservation, abort.signal);
+      const call: UpstreamCall = { req, res, chat, upstreamBody, reservation, signal: abort.signal };
+      if (chat.stream) await this.stream(call);
+      else await this.json(call);
     } catch (err) {
       await this.releaseQuietly(reservation, req);
       throw err;
@@ -68,14 +79,7 @@ export class ChatService {
     return body;
   }
 
-  private async json(
-    req: GatewayRequest,
-    res: Response,
-    chat: ChatRequest,
-    upstreamBody: ChatRequestBody,
-    reservation: Reservation,
-    signal: AbortSignal,
-  ): Promise<void> {
+  private async json({ req, res, chat, upstreamBody, reservation, signal }: UpstreamCall): Promise<void> {
     let answer: Record<string, unknown>;
     const startedAt = process.hrtime.bigint();
     try {
@@ -91,14 +95,7 @@ export class ChatService {
     res.status(200).json(answer);
   }
 
-  private async stream(
-    req: GatewayRequest,
-    res: Response,
-    chat: ChatRequest,
-    upstreamBody: ChatRequestBody,
-    reservation: Reservation,
-    signal: AbortSignal,
-  ): Promise<void> {
+  private async stream({ req, res, chat, upstreamBody, reservation, signal }: UpstreamCall): Promise<void> {
     let chunks: UpstreamChatStream;
     const startedAt = process.hrtime.bigint();
     try {

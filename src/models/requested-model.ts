@@ -1,0 +1,16 @@
+import { ErrorCode, GatewayError } from '../common/errors';
+
+/** A JSON request body with the `model` it names: the first checks of chat and speech (SPEC.md errors). */
+export function readRequestedModel(body: unknown): { fields: Record<string, unknown>; modelId: string } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    throw new GatewayError(ErrorCode.InvalidRequest, 'The request body must be a JSON object.');
+  }
+  const fields = body as Record<string, unknown>;
+  if (fields.model === undefined || fields.model === null || fields.model === '') {
+    throw new GatewayError(ErrorCode.MissingModel, 'You must provide a model parameter.', 'model');
+  }
+  if (typeof fields.model !== 'string') {
+    throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
+  }
+  return { fields, modelId: fields.model };
+}
