@@ -219,7 +219,7 @@ describe('audio entitlements and fair use', () => {
       [
         `/v1/audio/transcriptions 200 - ${FAKE_STT.id}`,
         `/v1/audio/speech 200 - ${FAKE_TTS.id}`,
-        '/v1/audio/speech 400 missing_input -',
+        `/v1/audio/speech 400 missing_input ${FAKE_TTS.id}`,
         `/v1/audio/transcriptions 502 upstream_error ${FAKE_STT.id}`,
         `/v1/audio/speech 200 - ${FAKE_TTS.id}`,
         '/v1/audio/speech 402 fair_use_limit_reached -',
