@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { Client } from 'pg';
 import { Agent, request } from 'undici';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -19,6 +20,7 @@ const SEQUENTIAL = 300;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
 const children: ChildProcess[] = [];
+let database: { url: string | undefined; drop(): Promise<void> } | undefined;
 
 interface Target {
   name: string;
@@ -121,7 +123,29 @@ async function manyStreams(gateway: Target, pid: number) {
   return { completed, errors, before, peak, growth: peak - before };
 }
 
-async function gatewayTarget(upstreamUrl: string): Promise<{ target: Target; pid: number }> {
+/** With DATABASE_URL set, the gateway gets a database of its own on that server, dropped afterwards. */
+async function benchDatabase(): Promise<{ url: string | undefined; drop(): Promise<void> }> {
+  const server = process.env.DATABASE_URL;
+  if (!server) return { url: undefined, drop: async () => undefined };
+  const name = `gateway_bench_${process.pid}`;
+  const admin = new Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new Client({ connectionString: server });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined): Promise<{ target: Target; pid: number }> {
   const configPath = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
   const models = ['bench-model', 'bench-slow']
     .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
@@ -132,7 +156,7 @@ async function gatewayTarget(upstreamUrl: string): Promise<{ target: Target; pid
       `catalog:\n${models}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
   );
   const port = 18000 + (process.pid % 1000);
-  const { child } = await startChild('node', [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/src/main.js'], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' }, /Gateway listening/);
+  const { child } = await startChild('node', [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/src/main.js'], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/);
   const url = `http://127.0.0.1:${port}`;
   const admin = async (path: string, payload: unknown) => {
     const answer = await request(`${url}/admin/v1${path}`, {
@@ -150,10 +174,11 @@ async function gatewayTarget(upstreamUrl: string): Promise<{ target: Target; pid
 
 async function main(): Promise<void> {
   execSync('npm run build', { cwd: ROOT, stdio: 'ignore' });
+  database = await benchDatabase();
   const upstream = await startChild(...tsNode('bench-upstream.ts'), {}, /^\d+$/);
   const upstreamUrl = `http://127.0.0.1:${upstream.line.trim()}`;
   const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
-  const gateway = await gatewayTarget(upstreamUrl);
+  const gateway = await gatewayTarget(upstreamUrl, database.url);
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {} },
     { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {} },
@@ -184,4 +209,9 @@ main()
     process.stderr.write(`${err.stack}\n`);
     process.exitCode = 1;
   })
-  .finally(() => children.forEach((c) => c.kill('SIGTERM')));
+  .finally(async () => {
+    const exits = children.map((c) => new Promise((resolve) => (c.exitCode === null ? c.once('exit', resolve) : resolve(null))));
+    children.forEach((c) => c.kill('SIGTERM'));
+    await Promise.all(exits);
+    await database?.drop();
+  });
