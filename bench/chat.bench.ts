@@ -16,6 +16,7 @@ import { Agent, request } from 'undici';
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
+const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = 300;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
@@ -26,6 +27,8 @@ interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** Authorization headers that each connection cycles through (requests of several accounts). */
+  rotation?: Record<string, string>[];
 }
 
 function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
@@ -54,6 +57,7 @@ async function throughput(target: Target, stream: boolean, model: string) {
     body: body(stream, model),
     connections: CONNECTIONS,
     duration: DURATION_S,
+    ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
 }
@@ -145,7 +149,7 @@ async function benchDatabase(): Promise<{ url: string | undefined; drop(): Promi
   };
 }
 
-async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined): Promise<{ target: Target; pid: number }> {
+async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined): Promise<{ targets: Target[]; pid: number }> {
   const configPath = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
   const models = ['bench-model', 'bench-slow']
     .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
@@ -166,10 +170,15 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
     });
     return (await answer.body.json()) as { id: string; key: string };
   };
-  const account = await admin('/accounts', { name: 'bench' });
-  await admin(`/accounts/${account.id}/credits`, { amount_usd: '1000000' });
-  const { key } = await admin(`/accounts/${account.id}/keys`, { name: 'bench' });
-  return { target: { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${key}` } }, pid: child.pid! };
+  const keys: string[] = [];
+  for (let i = 0; i < ACCOUNTS; i++) {
+    const account = await admin('/accounts', { name: `bench-${i}` });
+    await admin(`/accounts/${account.id}/credits`, { amount_usd: '1000000' });
+    keys.push((await admin(`/accounts/${account.id}/keys`, { name: 'bench' })).key);
+  }
+  const one: Target = { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${keys[0]}` } };
+  const many: Target = { ...one, name: `gateway, ${ACCOUNTS} accounts`, rotation: keys.map((key) => ({ authorization: `Bearer ${key}` })) };
+  return { targets: [one, many], pid: child.pid! };
 }
 
 async function main(): Promise<void> {
@@ -182,21 +191,22 @@ async function main(): Promise<void> {
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {} },
     { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {} },
-    gateway.target,
+    ...gateway.targets,
   ];
 
   const rows: string[] = [];
   for (const stream of [false, true]) {
     for (const target of targets) {
-      const idle = await unloaded(target, stream, 'bench-model');
+      // Unloaded latency does not depend on how many accounts send requests.
+      const idle = target.rotation ? NaN : await unloaded(target, stream, 'bench-model');
       const load = await throughput(target, stream, 'bench-model');
       rows.push(
-        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${idle.toFixed(3)} |`,
+        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} |`,
       );
       process.stdout.write(`${rows[rows.length - 1]}\n`);
     }
   }
-  const streams = await manyStreams(gateway.target, gateway.pid);
+  const streams = await manyStreams(gateway.targets[0], gateway.pid);
   process.stdout.write(
     `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n` +
       `${STREAMS} concurrent streams through the gateway: ${streams.completed} completed, ${streams.errors} errors, ` +
