@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { monthKey } from '../src/common/month';
 import { usdToMicros } from '../src/common/money';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, PricedModel, sdk, usageRowsOf, usd, waitForUsageRows, withFakeProvider } from './support/chat-support';
+import { costMicros, moneyOf, PricedModel, sdk, usageRowsOf, usd, waitForUsageRows, useFakeGateway, withFakeProvider } from './support/chat-support';
 import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -17,21 +17,9 @@ const MODELS = [PRICED, OUTPUT_ONLY, FRACTIONAL];
 const hi = [{ role: 'user' as const, content: 'hi' }];
 
 describe('chat billing', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-    gw = await startTestApp({ config: withFakeProvider(fake.url, MODELS) });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
-  });
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useFakeGateway(MODELS);
+  beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
     fake.reply = { content: 'ok', promptTokens: 10, completionTokens: 100 };

@@ -1,30 +1,18 @@
 import { countTokens } from 'gpt-tokenizer';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, parseSseData, postChat, PricedModel, readSseData, sdk, upstreamModelOf, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { costMicros, moneyOf, parseSseData, postChat, PricedModel, readSseData, sdk, upstreamModelOf, waitForUsageRows, useFakeGateway } from './support/chat-support';
+import { FakeUpstream } from './support/fake-upstream';
 import { expectValidAgainst } from './support/openapi';
-import { startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'stream-chat', input: 2, output: 100, maxOutput: 4096 };
 const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`);
 
 describe('chat streaming', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-    gw = await startTestApp({ config: withFakeProvider(fake.url, [MODEL]) });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
-  });
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useFakeGateway([MODEL]);
+  beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
     fake.reply = { content: 'The quick brown fox jumps.', promptTokens: 9, completionTokens: 5 };

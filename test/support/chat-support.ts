@@ -1,7 +1,9 @@
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { usdToMicros } from '../../src/common/money';
-import { RawConfig, TestApp } from './test-app';
+import { AdminClient } from './admin-client';
+import { FakeUpstream, startFakeUpstream } from './fake-upstream';
+import { RawConfig, startTestApp, TestApp } from './test-app';
 
 /** A chat model of the test catalog, served by a fake upstream. Prices in USD per million tokens. */
 export interface PricedModel {
@@ -153,4 +155,30 @@ export function parseSseData(text: string): string[] {
         .join('\n'),
     )
     .filter((data) => data.length > 0);
+}
+
+export interface FakeGatewaySuite {
+  fake: FakeUpstream;
+  gw: TestApp;
+  admin: AdminClient;
+  db: DataSource;
+}
+
+/**
+ * Registers the hooks of a describe block that runs against a gateway whose chat `models` are served by a
+ * fake upstream; the returned object is filled in by its beforeAll.
+ */
+export function useFakeGateway(models: PricedModel[], options: FakeProviderOptions = {}): FakeGatewaySuite {
+  const suite = {} as FakeGatewaySuite;
+  beforeAll(async () => {
+    suite.fake = await startFakeUpstream();
+    suite.gw = await startTestApp({ config: withFakeProvider(suite.fake.url, models, options) });
+    suite.admin = new AdminClient(suite.gw.url);
+    suite.db = suite.gw.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await suite.gw?.close();
+    await suite.fake?.close();
+  });
+  return suite;
 }
