@@ -209,7 +209,7 @@ describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
       await fake.waitFor(() => fake.aborted().length === 1);
       await expectFairUse(db, account.accountId, 0);
       const [row] = await audioUsageRows(db, account.accountId, 1);
-      expect(row).toMatchObject({ endpoint: '/v1/audio/speech', status: 200 });
+      expect(row).toMatchObject({ endpoint: '/v1/audio/speech', status: 499 });
     });
   });
 });

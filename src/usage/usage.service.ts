@@ -6,7 +6,7 @@ import { microsToUsd } from '../common/money';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 
-/** Status recorded when the client went away before any response was sent (nginx's convention). */
+/** Status recorded when the client went away before the response was complete (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
 const LATEST_LIMIT = 50;
 const MAX_MODEL_LENGTH = 200;
@@ -61,7 +61,9 @@ export class UsageService {
     req.usage = draft;
     res.once('close', () => {
       if (draft.recorded) return;
-      const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_REQUEST;
+      // Closed before the response was complete and with no error of ours: the client went away.
+      const clientLeft = !res.headersSent || (!res.writableFinished && draft.errorCode === null);
+      const status = clientLeft ? CLIENT_CLOSED_REQUEST : res.statusCode;
       if (draft.awaitingSettlement) draft.closedStatus = status;
       else this.recordUncharged(req, status);
     });
