@@ -3,13 +3,15 @@ import type { Response } from 'express';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { ErrorCode, GatewayError } from '../common/errors';
+import { secondsSince } from '../common/elapsed';
+import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { SpeechFormat } from '../config/gateway-config.schema';
 import { FairUseService } from '../entitlements/fair-use.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { CatalogService } from '../models/catalog.service';
 import { ProviderRegistry } from '../providers/provider-registry';
-import { UpstreamFailure } from '../providers/upstream-failure';
+import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { VerboseTranscription } from '../providers/upstream-provider';
 import { SpeechRequest } from './speech-request.pipe';
 import { TranscriptionRequest } from './transcription-request.pipe';
@@ -54,7 +56,7 @@ export class AudioService {
       );
     } catch (err) {
       await this.fairUse.giveBackFor(req);
-      throw asTranscriptionError(err);
+      throw asGatewayError(err, 'speech', true);
     } finally {
       this.metrics.observeUpstream(TRANSCRIPTION_ENDPOINT, secondsSince(startedAt));
     }
@@ -93,13 +95,13 @@ export class AudioService {
     } catch (err) {
       this.metrics.observeUpstream(SPEECH_ENDPOINT, secondsSince(startedAt));
       await this.fairUse.giveBackFor(req);
-      throw asSpeechError(err);
+      throw asGatewayError(err, 'speech');
     }
     try {
       await relayAudio(body, res, SPEECH_CONTENT_TYPES[request.responseFormat], signal);
     } catch (err) {
       if (signal.aborted) return; // the client left; the usage record says 499
-      const error = speechError(err instanceof UpstreamFailure ? err : new UpstreamFailure('bad_response', `The audio stream broke: ${(err as Error).message}`));
+      const error = upstreamGatewayError(err instanceof UpstreamFailure ? err : new UpstreamFailure('bad_response', `The audio stream broke: ${(err as Error).message}`), 'speech');
       if (!res.headersSent) {
         await this.fairUse.giveBackFor(req);
         throw error;
@@ -131,15 +133,6 @@ async function relayAudio(body: Readable, res: Response, contentType: string, si
   res.end();
 }
 
-/** An AbortSignal that fires when the client goes away before its response is complete. */
-function abortOnClientClose(res: Response): AbortSignal {
-  const abort = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
-  return abort.signal;
-}
-
 function isAudioType(contentType: string): boolean {
   return /^(audio\/|application\/octet-stream|application\/ogg)/i.test(contentType);
 }
@@ -149,33 +142,4 @@ function audioDuration(answer: VerboseTranscription): number {
   if (typeof answer.duration === 'number' && Number.isFinite(answer.duration) && answer.duration >= 0) return answer.duration;
   const last = Array.isArray(answer.segments) ? (answer.segments.at(-1) as { end?: unknown } | undefined) : undefined;
   return typeof last?.end === 'number' && Number.isFinite(last.end) && last.end >= 0 ? last.end : 0;
-}
-
-function secondsSince(start: bigint): number {
-  return Number(process.hrtime.bigint() - start) / 1e9;
-}
-
-/** DESIGN.md section 5 step 7 for transcription: 504 when the speech service is unreachable or silent. */
-function asTranscriptionError(err: unknown): Error {
-  if (!(err instanceof UpstreamFailure)) return err as Error;
-  switch (err.kind) {
-    case 'unreachable':
-      return new GatewayError(ErrorCode.UpstreamUnavailable, `The speech service is unreachable: ${err.message}`);
-    case 'timeout':
-      return new GatewayError(ErrorCode.UpstreamTimeout, `The speech service did not answer in time: ${err.message}`);
-    case 'rejected':
-      return new GatewayError(ErrorCode.UpstreamRejected, err.message, null, err.status ?? 400);
-    default:
-      return new GatewayError(ErrorCode.UpstreamError, `The speech service failed: ${err.message}`);
-  }
-}
-
-/** Speech: an upstream 4xx passes through; every other failure is 502. */
-function asSpeechError(err: unknown): Error {
-  return err instanceof UpstreamFailure ? speechError(err) : (err as Error);
-}
-
-function speechError(err: UpstreamFailure): GatewayError {
-  if (err.kind === 'rejected') return new GatewayError(ErrorCode.UpstreamRejected, err.message, null, err.status ?? 400);
-  return new GatewayError(ErrorCode.UpstreamError, `The speech service failed: ${err.message}`);
 }

@@ -5,7 +5,7 @@ import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
-import { USAGE_COLUMNS, UsageService } from '../usage/usage.service';
+import { usageRecordInsert, UsageService } from '../usage/usage.service';
 import { BILLING_POOL } from './billing-pool';
 import { TokenPrices, tokenPrices } from './token-prices';
 
@@ -49,6 +49,11 @@ interface ReserveRow {
   affordable_tokens: string;
   needed_micros: string;
 }
+
+const SETTLE = `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
+// One statement, so one round trip and one transaction: the charge and the request's usage record.
+const SETTLE_AND_RECORD = `WITH charge AS (${SETTLE}), usage AS (${usageRecordInsert(7, 'charge.charged', 'FROM charge')})
+  SELECT charged FROM charge`;
 
 /**
  * Prepaid chat billing (DESIGN.md section 6): a worst-case hold before the upstream call, the exact
@@ -119,20 +124,12 @@ export class BillingService {
       reservation.prices.outputPicos.toString(),
     ];
     const row = this.usage.claimRow(req, status);
-    // One statement, so one round trip and one transaction: the charge and the request's usage record.
-    const sql = row
-      ? `WITH charge AS (SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)),
-              usage AS (INSERT INTO usage_records (${USAGE_COLUMNS})
-                        SELECT ${row.map((_, i) => `$${i + 7}`).join(', ')}, charge.charged FROM charge
-                        ON CONFLICT (request_id) DO NOTHING)
-         SELECT charged FROM charge`
-      : `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
     try {
       const {
         rows: [result],
       } = await this.db.query<{ charged: string }>({
         name: row ? 'billing_settle_recorded' : 'billing_settle',
-        text: sql,
+        text: row ? SETTLE_AND_RECORD : SETTLE,
         values: row ? [...settleParams, ...row] : settleParams,
       });
       const charged = BigInt(result.charged);

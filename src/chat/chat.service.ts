@@ -2,18 +2,18 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { BillingService, Reservation, TokenUsage } from '../billing/billing.service';
 import { ErrorCode, GatewayError } from '../common/errors';
+import { secondsSince } from '../common/elapsed';
+import { abortOnClientClose, CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 import { ProviderRegistry } from '../providers/provider-registry';
 import { UsageService } from '../usage/usage.service';
-import { UpstreamFailure } from '../providers/upstream-failure';
+import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
 import { ChatRequest } from './chat-request.pipe';
 import { completionText, countedUsage, deltaText, promptTokenBound, upstreamUsage } from './chat-usage';
 import { SseWriter } from './sse';
 
-/** Status recorded for a stream the client closed before its end (nginx's convention). */
-const CLIENT_CLOSED_REQUEST = 499;
 const ENDPOINT = '/v1/chat/completions';
 
 /** A chat request after its hold, on its way to the upstream. */
@@ -53,13 +53,9 @@ export class ChatService {
     });
     if (req.usage) req.usage.awaitingSettlement = true;
     const upstreamBody = this.upstreamBody(chat, reservation);
-    // A client that goes away aborts the upstream request (socket closed, no more tokens produced).
-    const abort = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
     try {
-      const call: UpstreamCall = { req, res, chat, upstreamBody, reservation, signal: abort.signal };
+      // A client that goes away aborts the upstream request (socket closed, no more tokens produced).
+      const call: UpstreamCall = { req, res, chat, upstreamBody, reservation, signal: abortOnClientClose(res) };
       if (chat.stream) await this.stream(call);
       else await this.json(call);
     } catch (err) {
@@ -85,7 +81,7 @@ export class ChatService {
     try {
       answer = (await this.providers.forModel(chat.model).chat(chat.model, upstreamBody, signal)).body;
     } catch (err) {
-      throw asChatError(err);
+      throw asGatewayError(err, 'model');
     } finally {
       this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
@@ -102,7 +98,7 @@ export class ChatService {
       chunks = await this.providers.forModel(chat.model).chatStream(chat.model, upstreamBody, signal);
     } catch (err) {
       this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
-      throw asChatError(err);
+      throw asGatewayError(err, 'model');
     }
     const sse = new SseWriter(res);
     let produced = '';
@@ -125,31 +121,28 @@ export class ChatService {
       }
     } catch (err) {
       if (!signal.aborted) {
-        if (!sse.hasStarted) throw asChatError(err);
+        if (!sse.hasStarted) throw asGatewayError(err, 'model');
         // Mid-stream failure: the status line is sent, so the error goes in-band and nothing is charged.
         const error = this.inBandError(err, req);
         if (req.usage) req.usage.errorCode = error.code;
         await this.releaseQuietly(reservation, req);
-        await sse.end(JSON.stringify(error.toBody()));
+        sse.end(JSON.stringify(error.toBody()));
         return;
       }
     } finally {
       this.metrics.streamClosed();
       this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
-    if (signal.aborted) {
-      // The client left: charge the prompt and what was produced until then.
-      await this.billing.settle(reservation, req, countedUsageOrReported(chat, produced, usage), CLIENT_CLOSED_REQUEST);
-      return;
-    }
-    await this.billing.settle(reservation, req, usage ?? countedUsage(chat.body.messages, produced), 200);
-    await sse.end('[DONE]');
+    // A client that left is charged for the prompt and what was produced until then.
+    const status = signal.aborted ? CLIENT_CLOSED_REQUEST : 200;
+    await this.billing.settle(reservation, req, usage ?? countedUsage(chat.body.messages, produced), status);
+    if (!signal.aborted) sse.end('[DONE]');
   }
 
   private inBandError(err: unknown, req: GatewayRequest): GatewayError {
-    const error = asChatError(err);
-    if (error instanceof GatewayError) return error;
-    this.logger.error({ err, requestId: req.id }, `Stream of ${req.id} failed: ${error.message}`);
+    if (err instanceof UpstreamFailure) return upstreamGatewayError(err, 'model');
+    if (err instanceof GatewayError) return err;
+    this.logger.error({ err, requestId: req.id }, `Stream of ${req.id} failed: ${(err as Error).message}`);
     return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${req.id} when reporting it.`);
   }
 
@@ -163,21 +156,4 @@ export class ChatService {
     }
     this.usage.settlementAbandoned(req);
   }
-}
-
-function secondsSince(start: bigint): number {
-  return Number(process.hrtime.bigint() - start) / 1e9;
-}
-
-function countedUsageOrReported(chat: ChatRequest, produced: string, reported: TokenUsage | null): TokenUsage {
-  return reported ?? countedUsage(chat.body.messages, produced);
-}
-
-/** Upstream failures as the chat endpoint reports them (DESIGN.md section 5 step 7). */
-function asChatError(err: unknown): Error {
-  if (!(err instanceof UpstreamFailure)) return err as Error;
-  if (err.kind === 'rejected') {
-    return new GatewayError(ErrorCode.UpstreamRejected, err.message, null, err.status ?? 400);
-  }
-  return new GatewayError(ErrorCode.UpstreamError, `The model service failed: ${err.message}`);
 }

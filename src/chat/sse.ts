@@ -5,12 +5,10 @@ import type { Response } from 'express';
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
 export class SseWriter {
-  private started = false;
-
   constructor(private readonly res: Response) {}
 
   get hasStarted(): boolean {
-    return this.started;
+    return this.res.headersSent;
   }
 
   /** False once the client went away. */
@@ -18,8 +16,7 @@ export class SseWriter {
     return !this.res.destroyed && !this.res.writableEnded;
   }
 
-  start(): void {
-    this.started = true;
+  private start(): void {
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -33,14 +30,15 @@ export class SseWriter {
     await this.write(`data: ${JSON.stringify(payload)}\n\n`);
   }
 
-  async end(lastEvent?: string): Promise<void> {
+  end(lastEvent?: string): void {
     if (!this.isOpen) return;
+    if (!this.hasStarted) this.start();
     this.res.end(lastEvent === undefined ? undefined : `data: ${lastEvent}\n\n`);
   }
 
   private async write(text: string): Promise<void> {
     if (!this.isOpen) return;
-    if (!this.started) this.start();
+    if (!this.hasStarted) this.start();
     if (this.res.write(text)) return;
     await new Promise<void>((resolve) => {
       const resume = () => {

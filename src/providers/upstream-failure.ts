@@ -1,5 +1,7 @@
+import { ErrorCode, GatewayError } from '../common/errors';
+
 /**
- * How an upstream call failed, before any endpoint decides what the client sees: chat maps
+ * How an upstream call failed, before an endpoint decides what the client sees (asGatewayError below): chat maps
  * everything but `rejected` to 502 upstream_error; transcription maps `unreachable` and `timeout`
  * to 504 (DESIGN.md section 5 step 7).
  */
@@ -20,4 +22,24 @@ export class UpstreamFailure extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * How an endpoint reports an upstream failure (DESIGN.md section 5 step 7): a 4xx passes through with its
+ * status as upstream_rejected; anything else is 502 upstream_error, except that transcription
+ * (`unavailableIs504`) answers 504 for an unreachable or silent upstream. Other errors come back unchanged.
+ */
+export function asGatewayError(err: unknown, service: string, unavailableIs504 = false): unknown {
+  return err instanceof UpstreamFailure ? upstreamGatewayError(err, service, unavailableIs504) : err;
+}
+
+export function upstreamGatewayError(failure: UpstreamFailure, service: string, unavailableIs504 = false): GatewayError {
+  if (failure.kind === 'rejected') return new GatewayError(ErrorCode.UpstreamRejected, failure.message, null, failure.status ?? 400);
+  if (unavailableIs504 && failure.kind === 'unreachable') {
+    return new GatewayError(ErrorCode.UpstreamUnavailable, `The ${service} service is unreachable: ${failure.message}`);
+  }
+  if (unavailableIs504 && failure.kind === 'timeout') {
+    return new GatewayError(ErrorCode.UpstreamTimeout, `The ${service} service did not answer in time: ${failure.message}`);
+  }
+  return new GatewayError(ErrorCode.UpstreamError, `The ${service} service failed: ${failure.message}`);
 }

@@ -1,20 +1,32 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { microsToUsd } from '../common/money';
+import { secondsSince } from '../common/elapsed';
+import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 
-/** Status recorded when the client went away before the response was complete (nginx's convention). */
-const CLIENT_CLOSED_REQUEST = 499;
 const LATEST_LIMIT = 50;
 const MAX_MODEL_LENGTH = 200;
 
 /** Columns of a usage record in the order of UsageService.claimRow, then cost_micros. */
-export const USAGE_COLUMNS =
+const USAGE_COLUMNS =
   'request_id, account_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ' +
   'audio_seconds, input_chars, latency_ms, streamed, cost_micros';
+const USAGE_VALUES_BEFORE_COST = 13;
+
+/**
+ * The INSERT of one usage record: the values of UsageService.claimRow as parameters from `$firstParam`
+ * on, then `cost`, an SQL expression (billing's settlement takes it from the row it selects `from`).
+ */
+export function usageRecordInsert(firstParam: number, cost: string, from = ''): string {
+  const values = Array.from({ length: USAGE_VALUES_BEFORE_COST }, (_, i) => `$${firstParam + i}`).join(', ');
+  return `INSERT INTO usage_records (${USAGE_COLUMNS}) SELECT ${values}, ${cost} ${from} ON CONFLICT (request_id) DO NOTHING`;
+}
+
+const INSERT_UNCHARGED = usageRecordInsert(1, '0');
 
 export interface UsagePeriod {
   from: Date;
@@ -81,26 +93,17 @@ export class UsageService {
   }
 
   private recordUncharged(req: GatewayRequest, status: number): void {
-    this.record(this.db.manager, req, status, 0n).catch((err: Error) =>
-      this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
-    );
-  }
-
-  /** Writes the request's usage record with the given manager (at most once per request). */
-  async record(manager: EntityManager, req: GatewayRequest, status: number, costMicros: bigint): Promise<void> {
     const row = this.claimRow(req, status);
     if (!row) return;
-    await manager.query(
-      `INSERT INTO usage_records (${USAGE_COLUMNS}) VALUES (${row.map((_, i) => `$${i + 1}`).join(', ')}, $${row.length + 1})
-       ON CONFLICT (request_id) DO NOTHING`,
-      [...row, costMicros.toString()],
+    this.db.query(INSERT_UNCHARGED, row).then(
+      () => this.observeRecorded(req, status, 0n),
+      (err: Error) => this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
     );
-    this.observeRecorded(req, status, costMicros);
   }
 
   /**
-   * The usage record's values except cost_micros (the last column of USAGE_COLUMNS), for a caller that
-   * writes the record in its own statement (billing's settlement); null when it was written already.
+   * The usage record's values before its cost, for usageRecordInsert; null when the record was written
+   * already. Claiming marks it written, so each request has one record.
    */
   claimRow(req: GatewayRequest, status: number): unknown[] | null {
     const draft = req.usage;
@@ -128,8 +131,8 @@ export class UsageService {
   }
 
   /**
-   * Counts a written usage record in the metrics. record() calls it; a caller that writes the record in its
-   * own statement (billing's settlement, through claimRow) calls it once that statement has succeeded.
+   * Counts a written usage record in the metrics; billing's settlement, which writes the record in its own
+   * statement (through claimRow), calls it once that statement has succeeded.
    */
   observeRecorded(req: GatewayRequest, status: number, costMicros: bigint): void {
     const draft = req.usage;
@@ -139,7 +142,7 @@ export class UsageService {
       status,
       errorCode: draft.errorCode,
       model: draft.model,
-      latencySeconds: Number(process.hrtime.bigint() - draft.startedAt) / 1e9,
+      latencySeconds: secondsSince(draft.startedAt),
       promptTokens: draft.promptTokens,
       completionTokens: draft.completionTokens,
       audioSeconds: draft.audioSeconds,

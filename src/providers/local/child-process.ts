@@ -16,7 +16,7 @@ export interface ProcessOptions {
 
 /**
  * Starts an engine binary without a shell; it is killed when the request aborts or the timeout passes.
- * `failure` resolves to the error to report when the process cannot start or fails.
+ * `done` resolves with its stderr once it exits with 0, and rejects with the UpstreamFailure to report otherwise.
  */
 export function startEngine(command: string, args: string[], options: ProcessOptions): { child: ChildProcess; done: Promise<string> } {
   // An explicit env makes the binary lookup follow process.env.PATH as this code sees it (jest sandboxes it).
