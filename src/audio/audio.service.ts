@@ -6,7 +6,7 @@ import { ErrorCode, GatewayError } from '../common/errors';
 import { secondsSince } from '../common/elapsed';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { SpeechFormat } from '../config/gateway-config.schema';
+import { SPEECH_CONTENT_TYPES } from '../config/gateway-config.schema';
 import { FairUseService } from '../entitlements/fair-use.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { CatalogService } from '../models/catalog.service';
@@ -18,16 +18,6 @@ import { TranscriptionRequest } from './transcription-request.pipe';
 
 const TRANSCRIPTION_ENDPOINT = '/v1/audio/transcriptions';
 const SPEECH_ENDPOINT = '/v1/audio/speech';
-
-/** The Content-Type of each speech format, whatever label the upstream put on it. */
-export const SPEECH_CONTENT_TYPES: Record<SpeechFormat, string> = {
-  mp3: 'audio/mpeg',
-  opus: 'audio/ogg',
-  aac: 'audio/aac',
-  flac: 'audio/flac',
-  wav: 'audio/wav',
-  pcm: 'audio/pcm',
-};
 
 /** Transcription and speech: included features, so nothing here reads or moves credits. */
 @Injectable()

@@ -152,7 +152,7 @@ export class BillingService {
   async keepLiveHoldsAlive(): Promise<void> {
     if (this.live.size === 0) return;
     const ids = [...this.live.keys()];
-    const ttls = ids.map((id) => this.live.get(id) ?? 0);
+    const ttls = [...this.live.values()];
     await this.db.query(
       `UPDATE holds h SET expires_at = now() + v.ttl_ms * interval '1 millisecond'
          FROM unnest($1::text[], $2::integer[]) AS v(request_id, ttl_ms)

@@ -23,6 +23,15 @@ export const MODEL_KINDS = ['chat', 'transcription', 'speech'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
+/** The Content-Type the gateway answers for each speech format, whatever label the upstream put on it. */
+export const SPEECH_CONTENT_TYPES: Record<SpeechFormat, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
 
 export class TimeoutsConfig {
   @IsInt() @Min(1) connect_ms = 2000;

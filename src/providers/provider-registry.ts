@@ -17,7 +17,7 @@ const FACTORIES: Record<ProviderConfig['type'], (name: string, config: ProviderC
 export class ProviderRegistry implements OnApplicationShutdown {
   private readonly providers = new Map<string, ClosableProvider>();
 
-  constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
+  constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
     for (const [name, providerConfig] of Object.entries(config.providers)) {
       this.providers.set(name, FACTORIES[providerConfig.type](name, providerConfig));
     }
@@ -26,11 +26,6 @@ export class ProviderRegistry implements OnApplicationShutdown {
   forModel(model: CatalogEntry): UpstreamProvider {
     // The config loader checks that every catalog entry names a configured provider.
     return this.providers.get(model.provider)!;
-  }
-
-  /** The model's provider settings (timeouts), as configured. */
-  settingsOf(model: CatalogEntry): ProviderConfig {
-    return this.config.providers[model.provider];
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { CatalogEntry } from '../../config/gateway-config.schema';
+import { CatalogEntry, SPEECH_CONTENT_TYPES, SpeechFormat } from '../../config/gateway-config.schema';
 import { UpstreamFailure } from '../upstream-failure';
 import { SpeechAudio, SpeechInput } from '../upstream-provider';
 import { startEngine } from './child-process';
@@ -8,13 +8,14 @@ import { startEngine } from './child-process';
 /** espeak-ng's own default rate, in words per minute, for speed 1.0. */
 const BASE_WORDS_PER_MINUTE = 175;
 
-const ENCODINGS: Record<string, { contentType: string; args: string[] }> = {
-  mp3: { contentType: 'audio/mpeg', args: ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'] },
-  opus: { contentType: 'audio/ogg', args: ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'] },
-  aac: { contentType: 'audio/aac', args: ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'] },
-  flac: { contentType: 'audio/flac', args: ['-c:a', 'flac', '-f', 'flac'] },
-  wav: { contentType: 'audio/wav', args: ['-c:a', 'pcm_s16le', '-f', 'wav'] },
-  pcm: { contentType: 'audio/pcm', args: ['-ar', '24000', '-ac', '1', '-c:a', 'pcm_s16le', '-f', 's16le'] },
+/** ffmpeg's encoder arguments for each speech format. */
+const ENCODER_ARGS: Record<string, string[]> = {
+  mp3: ['-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3'],
+  opus: ['-c:a', 'libopus', '-b:a', '32k', '-f', 'ogg'],
+  aac: ['-c:a', 'aac', '-b:a', '64k', '-f', 'adts'],
+  flac: ['-c:a', 'flac', '-f', 'flac'],
+  wav: ['-c:a', 'pcm_s16le', '-f', 'wav'],
+  pcm: ['-ar', '24000', '-ac', '1', '-c:a', 'pcm_s16le', '-f', 's16le'],
 };
 
 /**
@@ -22,11 +23,11 @@ const ENCODINGS: Record<string, { contentType: string; args: string[] }> = {
  * requested format, and its output is streamed to the client as it is produced.
  */
 export async function synthesizeSpeech(_model: CatalogEntry, input: SpeechInput, signal: AbortSignal, timeoutMs: number): Promise<SpeechAudio> {
-  const encoding = ENCODINGS[input.response_format];
-  if (!encoding) throw new UpstreamFailure('rejected', `Unsupported response_format ${input.response_format}.`, 400);
+  const encoderArgs = ENCODER_ARGS[input.response_format];
+  if (!encoderArgs) throw new UpstreamFailure('rejected', `Unsupported response_format ${input.response_format}.`, 400);
   const wordsPerMinute = String(Math.round(BASE_WORDS_PER_MINUTE * input.speed));
   const speaker = startEngine('espeak-ng', ['-v', input.voice, '-s', wordsPerMinute, '--stdout'], { signal, timeoutMs, stdin: input.input });
-  const encoder = startEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', ...encoding.args, 'pipe:1'], { signal, timeoutMs });
+  const encoder = startEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', ...encoderArgs, 'pipe:1'], { signal, timeoutMs });
   speaker.child.stdout!.pipe(encoder.child.stdin!);
 
   const body = new PassThrough();
@@ -42,5 +43,5 @@ export async function synthesizeSpeech(_model: CatalogEntry, input: SpeechInput,
     throw first;
   }
   failed.then((err) => (err ? body.destroy(err) : body.end()));
-  return { contentType: encoding.contentType, body };
+  return { contentType: SPEECH_CONTENT_TYPES[input.response_format as SpeechFormat], body };
 }

@@ -4,7 +4,6 @@ import { ProviderConfig } from '../../config/gateway-config.schema';
 import { UpstreamFailure } from '../upstream-failure';
 
 export interface UpstreamResponse {
-  status: number;
   contentType: string;
   body: Readable;
 }
@@ -25,7 +24,7 @@ export class UpstreamTransport {
 
   constructor(
     readonly name: string,
-    private readonly config: ProviderConfig,
+    config: ProviderConfig,
     env: NodeJS.ProcessEnv = process.env,
   ) {
     const url = new URL(config.base_url!);
@@ -54,7 +53,7 @@ export class UpstreamTransport {
     }
     const responseType = String(answer.headers['content-type'] ?? '');
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      return { status: answer.statusCode, contentType: responseType, body: answer.body };
+      return { contentType: responseType, body: answer.body };
     }
     const message = await readErrorMessage(answer.body).catch(() => '');
     const detail = message || `HTTP ${answer.statusCode}`;
