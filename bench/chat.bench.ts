@@ -6,7 +6,7 @@
  */
 import autocannon from 'autocannon';
 import { ChildProcess, execSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +18,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = 300;
+/** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
+const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
+const CLOCK_TICKS_PER_S = 100;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
 const children: ChildProcess[] = [];
@@ -29,6 +32,8 @@ interface Target {
   headers: Record<string, string>;
   /** Authorization headers that each connection cycles through (requests of several accounts). */
   rotation?: Record<string, string>[];
+  /** The target's process, for its CPU use. */
+  pid?: number;
 }
 
 function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
@@ -50,6 +55,8 @@ function body(stream: boolean, model: string): string {
 }
 
 async function throughput(target: Target, stream: boolean, model: string) {
+  const postgres = postgresPids();
+  const cpuBefore = [cpuSeconds(target.pid ? [target.pid] : []), cpuSeconds(postgres)];
   const result = await autocannon({
     url: `${target.url}/chat/completions`,
     method: 'POST',
@@ -59,7 +66,17 @@ async function throughput(target: Target, stream: boolean, model: string) {
     duration: DURATION_S,
     ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  const requests = result.requests.total || 1;
+  const [process, database] = [cpuSeconds(target.pid ? [target.pid] : []) - cpuBefore[0], cpuSeconds(postgres) - cpuBefore[1]];
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+    // CPU per request in microseconds: the target's own process and the PostgreSQL server.
+    cpuUs: target.pid ? ((process * 1e6) / requests).toFixed(0) : '',
+    dbCpuUs: ((database * 1e6) / requests).toFixed(0),
+  };
 }
 
 /** Median over sequential requests of the full answer (JSON) or of the first SSE event (streams). */
@@ -87,6 +104,34 @@ async function unloaded(target: Target, stream: boolean, model: string): Promise
   await dispatcher.close();
   samples.sort((a, b) => a - b);
   return samples[Math.floor(samples.length / 2)];
+}
+
+/** CPU seconds used so far by the processes with these pids. */
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return ticks / CLOCK_TICKS_PER_S;
+}
+
+/** Pids of the local PostgreSQL server's processes (its backends do the billing work). */
+function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    });
 }
 
 function rssMb(pid: number): number {
@@ -176,7 +221,7 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
     await admin(`/accounts/${account.id}/credits`, { amount_usd: '1000000' });
     keys.push((await admin(`/accounts/${account.id}/keys`, { name: 'bench' })).key);
   }
-  const one: Target = { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${keys[0]}` } };
+  const one: Target = { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${keys[0]}` }, pid: child.pid };
   const many: Target = { ...one, name: `gateway, ${ACCOUNTS} accounts`, rotation: keys.map((key) => ({ authorization: `Bearer ${key}` })) };
   return { targets: [one, many], pid: child.pid! };
 }
@@ -189,29 +234,35 @@ async function main(): Promise<void> {
   const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
   const gateway = await gatewayTarget(upstreamUrl, database.url);
   const targets: Target[] = [
-    { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {} },
-    { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {} },
+    { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {}, pid: upstream.child.pid },
+    { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {}, pid: proxy.child.pid },
     ...gateway.targets,
   ];
 
   const rows: string[] = [];
   for (const stream of [false, true]) {
     for (const target of targets) {
+      if (!ONLY.test(`${stream ? 'stream' : 'json'} | ${target.name}`)) continue;
       // Unloaded latency does not depend on how many accounts send requests.
       const idle = target.rotation ? NaN : await unloaded(target, stream, 'bench-model');
       const load = await throughput(target, stream, 'bench-model');
       rows.push(
-        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} |`,
+        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} | ${load.cpuUs} | ${load.dbCpuUs} |`,
       );
       process.stdout.write(`${rows[rows.length - 1]}\n`);
     }
   }
-  const streams = await manyStreams(gateway.targets[0], gateway.pid);
   process.stdout.write(
-    `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n` +
-      `${STREAMS} concurrent streams through the gateway: ${streams.completed} completed, ${streams.errors} errors, ` +
-      `RSS ${streams.before.toFixed(0)} MB before, ${streams.peak.toFixed(0)} MB peak (+${streams.growth.toFixed(0)} MB)\n`,
+    `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) | CPU µs/request | PostgreSQL CPU µs/request |\n` +
+      `|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n`,
   );
+  if (STREAMS > 0) {
+    const streams = await manyStreams(gateway.targets[0], gateway.pid);
+    process.stdout.write(
+      `${STREAMS} concurrent streams through the gateway: ${streams.completed} completed, ${streams.errors} errors, ` +
+        `RSS ${streams.before.toFixed(0)} MB before, ${streams.peak.toFixed(0)} MB peak (+${streams.growth.toFixed(0)} MB)\n`,
+    );
+  }
 }
 
 main()

@@ -5,8 +5,9 @@ import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
-import { usageRecordInsert, UsageService } from '../usage/usage.service';
+import { usageRecordInsert, UsageRecordValues, UsageService } from '../usage/usage.service';
 import { BILLING_POOL } from './billing-pool';
+import { StatementBatcher } from './statement-batcher';
 import { TokenPrices, tokenPrices } from './token-prices';
 
 export interface ReserveInput {
@@ -39,6 +40,7 @@ export interface TokenUsage {
 }
 
 interface ReserveRow {
+  item: number;
   outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached';
   hold_micros: string;
   allowance: string;
@@ -50,10 +52,46 @@ interface ReserveRow {
   needed_micros: string;
 }
 
-const SETTLE = `SELECT charged FROM billing_settle($1, $2, $3, $4, $5, $6)`;
-// One statement, so one round trip and one transaction: the charge and the request's usage record.
-const SETTLE_AND_RECORD = `WITH charge AS (${SETTLE}), usage AS (${usageRecordInsert(7, 'charge.charged', 'FROM charge')})
-  SELECT charged FROM charge`;
+interface SettleRow {
+  item: number;
+  charged: string;
+}
+
+/** One hold, as billing_reserve_batch reads it. */
+interface HoldItem {
+  account: string;
+  request: string;
+  prompt: number;
+  requested: number | null;
+  max_output: number;
+  in_picos: string;
+  out_picos: string;
+  ttl_ms: number;
+}
+
+/** One settlement, as billing_settle_batch reads it, with the request's usage record unless written already. */
+interface SettleItem {
+  account: string;
+  request: string;
+  prompt: number;
+  completion: number;
+  in_picos: string;
+  out_picos: string;
+  usage?: UsageRecordValues;
+}
+
+const RESERVE_BATCH = `SELECT * FROM billing_reserve_batch($1::jsonb)`;
+// One statement, so one round trip and one transaction: the charges and the requests' usage records.
+const SETTLE_BATCH = `WITH settled AS (SELECT item, charged FROM billing_settle_batch($1::jsonb)),
+  recorded AS (${usageRecordInsert(
+    's.usage',
+    's.charged',
+    `(SELECT settled.charged, $1::jsonb -> settled.item -> 'usage' AS usage FROM settled WHERE $1::jsonb -> settled.item ? 'usage') AS s`,
+  )})
+  SELECT item, charged FROM settled`;
+/** Batches running at once per statement; more requests wait and share the next one. */
+const BATCHES_IN_FLIGHT = 4;
+const MAX_BATCH = 500;
 
 /**
  * Prepaid chat billing (DESIGN.md section 6): a worst-case hold before the upstream call, the exact
@@ -66,6 +104,12 @@ export class BillingService {
   /** Holds of requests still running in this process, with their time-to-live, kept alive by the sweeper. */
   private readonly live = new Map<string, number>();
   private readonly prices = new Map<string, TokenPrices>();
+  private readonly holds = new StatementBatcher<HoldItem, ReserveRow>((items) => this.runBatch<ReserveRow>(RESERVE_BATCH, items), BATCHES_IN_FLIGHT, MAX_BATCH);
+  private readonly settlements = new StatementBatcher<SettleItem, SettleRow>(
+    (items) => this.runBatch<SettleRow>(SETTLE_BATCH, items),
+    BATCHES_IN_FLIGHT,
+    MAX_BATCH,
+  );
 
   constructor(
     @Inject(BILLING_POOL) private readonly db: Pool,
@@ -76,22 +120,15 @@ export class BillingService {
   async reserve(input: ReserveInput): Promise<Reservation> {
     const prices = this.pricesOf(input.model);
     const ttlMs = this.holdTtlMs(input.model);
-    const {
-      rows: [row],
-    } = await this.db.query<ReserveRow>({
-      // Named: prepared once per connection, so each hold skips parsing and planning.
-      name: 'billing_reserve',
-      text: `SELECT * FROM billing_reserve($1, $2, $3, $4, $5, $6, $7, $8)`,
-      values: [
-        input.accountId,
-        input.requestId,
-        input.promptTokens,
-        input.requestedMaxTokens,
-        input.model.max_output_tokens ?? 1,
-        prices.inputPicos.toString(),
-        (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
-        ttlMs,
-      ],
+    const row = await this.holds.submit({
+      account: input.accountId,
+      request: input.requestId,
+      prompt: input.promptTokens,
+      requested: input.requestedMaxTokens,
+      max_output: input.model.max_output_tokens ?? 1,
+      in_picos: prices.inputPicos.toString(),
+      out_picos: (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
+      ttl_ms: ttlMs,
     });
     if (row.outcome !== 'ok') throw declined(row, input);
     this.live.set(input.requestId, ttlMs);
@@ -115,22 +152,16 @@ export class BillingService {
       req.usage.promptTokens = usage.promptTokens;
       req.usage.completionTokens = usage.completionTokens;
     }
-    const settleParams = [
-      reservation.accountId,
-      reservation.requestId,
-      usage.promptTokens,
-      usage.completionTokens,
-      reservation.prices.inputPicos.toString(),
-      reservation.prices.outputPicos.toString(),
-    ];
     const row = this.usage.claimRow(req, status);
     try {
-      const {
-        rows: [result],
-      } = await this.db.query<{ charged: string }>({
-        name: row ? 'billing_settle_recorded' : 'billing_settle',
-        text: row ? SETTLE_AND_RECORD : SETTLE,
-        values: row ? [...settleParams, ...row] : settleParams,
+      const result = await this.settlements.submit({
+        account: reservation.accountId,
+        request: reservation.requestId,
+        prompt: usage.promptTokens,
+        completion: usage.completionTokens,
+        in_picos: reservation.prices.inputPicos.toString(),
+        out_picos: reservation.prices.outputPicos.toString(),
+        ...(row ? { usage: row } : {}),
       });
       const charged = BigInt(result.charged);
       if (row) this.usage.observeRecorded(req, status, charged);
@@ -171,6 +202,14 @@ export class BillingService {
       total += row.n;
       if (row.n < batch) return total;
     }
+  }
+
+  /** One call of a batch function: its rows carry their item's position. */
+  private async runBatch<R extends { item: number }>(sql: string, items: unknown[]): Promise<R[]> {
+    const { rows } = await this.db.query<R>(sql, [JSON.stringify(items)]);
+    const results = new Array<R>(items.length);
+    for (const row of rows) results[row.item] = row;
+    return results;
   }
 
   private pricesOf(model: CatalogEntry): TokenPrices {

@@ -11,22 +11,42 @@ import { MetricsService } from '../metrics/metrics.service';
 const LATEST_LIMIT = 50;
 const MAX_MODEL_LENGTH = 200;
 
-/** Columns of a usage record in the order of UsageService.claimRow, then cost_micros. */
-const USAGE_COLUMNS =
-  'request_id, account_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ' +
-  'audio_seconds, input_chars, latency_ms, streamed, cost_micros';
-const USAGE_VALUES_BEFORE_COST = 13;
-
-/**
- * The INSERT of one usage record: the values of UsageService.claimRow as parameters from `$firstParam`
- * on, then `cost`, an SQL expression (billing's settlement takes it from the row it selects `from`).
- */
-export function usageRecordInsert(firstParam: number, cost: string, from = ''): string {
-  const values = Array.from({ length: USAGE_VALUES_BEFORE_COST }, (_, i) => `$${firstParam + i}`).join(', ');
-  return `INSERT INTO usage_records (${USAGE_COLUMNS}) SELECT ${values}, ${cost} ${from} ON CONFLICT (request_id) DO NOTHING`;
+/** A usage record's values as claimRow gives them, keyed by column; the cost is added by its writer. */
+export interface UsageRecordValues {
+  request_id: string;
+  account_id: string;
+  key_id: string;
+  model: string | null;
+  endpoint: string;
+  status: number;
+  error_code: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  audio_seconds: string;
+  input_chars: number;
+  latency_ms: number;
+  streamed: boolean;
 }
 
-const INSERT_UNCHARGED = usageRecordInsert(1, '0');
+const USAGE_RECORD_COLUMNS: (keyof UsageRecordValues)[] = [
+  'request_id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'prompt_tokens',
+  'completion_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed',
+];
+
+/**
+ * The INSERT of usage records: their values (UsageRecordValues as JSON) from the SQL expression `values`,
+ * their cost from the SQL expression `cost`, both over the optional `from` (a FROM item, joined first).
+ */
+export function usageRecordInsert(values: string, cost: string, from?: string): string {
+  const source = `jsonb_populate_record(NULL::usage_records, ${values}) AS r`;
+  return (
+    `INSERT INTO usage_records (${USAGE_RECORD_COLUMNS.join(', ')}, cost_micros) ` +
+    `SELECT ${USAGE_RECORD_COLUMNS.map((c) => `r.${c}`).join(', ')}, ${cost} FROM ${from ? `${from} CROSS JOIN LATERAL ${source}` : source} ` +
+    `ON CONFLICT (request_id) DO NOTHING`
+  );
+}
+
+const INSERT_UNCHARGED = usageRecordInsert('$1::jsonb', '0');
 
 export interface UsagePeriod {
   from: Date;
@@ -95,7 +115,7 @@ export class UsageService {
   private recordUncharged(req: GatewayRequest, status: number): void {
     const row = this.claimRow(req, status);
     if (!row) return;
-    this.db.query(INSERT_UNCHARGED, row).then(
+    this.db.query(INSERT_UNCHARGED, [JSON.stringify(row)]).then(
       () => this.observeRecorded(req, status, 0n),
       (err: Error) => this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
     );
@@ -105,7 +125,7 @@ export class UsageService {
    * The usage record's values before its cost, for usageRecordInsert; null when the record was written
    * already. Claiming marks it written, so each request has one record.
    */
-  claimRow(req: GatewayRequest, status: number): unknown[] | null {
+  claimRow(req: GatewayRequest, status: number): UsageRecordValues | null {
     const draft = req.usage;
     if (!draft || !req.auth || draft.recorded) return null;
     draft.recorded = true;
@@ -113,21 +133,21 @@ export class UsageService {
     const requested = (req.body as { model?: unknown } | undefined)?.model;
     if (draft.model === null && typeof requested === 'string') draft.model = requested.slice(0, MAX_MODEL_LENGTH);
     const latencyMs = Number((process.hrtime.bigint() - draft.startedAt) / 1_000_000n);
-    return [
-      req.id,
-      req.auth.accountId,
-      req.auth.keyId,
-      draft.model,
-      draft.endpoint,
+    return {
+      request_id: req.id,
+      account_id: req.auth.accountId,
+      key_id: req.auth.keyId,
+      model: draft.model,
+      endpoint: draft.endpoint,
       status,
-      draft.errorCode,
-      draft.promptTokens,
-      draft.completionTokens,
-      draft.audioSeconds.toFixed(3),
-      draft.inputChars,
-      latencyMs,
-      draft.streamed,
-    ];
+      error_code: draft.errorCode,
+      prompt_tokens: draft.promptTokens,
+      completion_tokens: draft.completionTokens,
+      audio_seconds: draft.audioSeconds.toFixed(3),
+      input_chars: draft.inputChars,
+      latency_ms: latencyMs,
+      streamed: draft.streamed,
+    };
   }
 
   /**

@@ -1,0 +1,63 @@
+interface Pending<I, O> {
+  item: I;
+  resolve(result: O): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit for billing statements: an item is sent at once while fewer than `maxInFlight`
+ * calls run; otherwise it waits for the next call, which takes every item queued meanwhile. Unloaded,
+ * each item is its own call (no added latency); under load, many requests share one round trip and
+ * one commit, which is what lets PostgreSQL keep up on the same cores as the gateway.
+ */
+export class StatementBatcher<I, O> {
+  private queue: Pending<I, O>[] = [];
+  private inFlight = 0;
+
+  /** `execute` returns one result per item, in the items' order. */
+  constructor(
+    private readonly execute: (items: I[]) => Promise<O[]>,
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
+      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
+      this.inFlight++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        this.drain();
+      });
+    }
+  }
+
+  private async run(batch: Pending<I, O>[]): Promise<void> {
+    try {
+      const results = await this.execute(batch.map((p) => p.item));
+      batch.forEach((p, i) => p.resolve(results[i]));
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0].reject(err);
+        return;
+      }
+      // The batch rolled back as a whole: run each item alone, so only a faulty one fails.
+      await Promise.all(
+        batch.map((p) =>
+          this.execute([p.item]).then(
+            ([result]) => p.resolve(result),
+            (itemErr: unknown) => p.reject(itemErr),
+          ),
+        ),
+      );
+    }
+  }
+}
