@@ -1,8 +1,8 @@
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
+import { PinoNestLogger } from './common/logging/pino-nest.logger';
 import { GatewayOptions } from './config/config.module';
 import { setupOpenApi } from './openapi/openapi.setup';
 
@@ -13,7 +13,7 @@ export async function createGatewayApp(options: GatewayOptions): Promise<INestAp
     bodyParser: false,
     bufferLogs: true,
   });
-  app.useLogger(app.get(Logger));
+  app.useLogger(app.get(PinoNestLogger));
   app.disable('x-powered-by');
   app.set('etag', false);
   setupOpenApi(app);

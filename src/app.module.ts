@@ -1,16 +1,16 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
 import { BillingModule } from './billing/billing.module';
 import { ChatModule } from './chat/chat.module';
 import { BurstLimitModule } from './common/guards/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
+import { AccessLogMiddleware } from './common/http/access-log.middleware';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
 import { JsonBodyInterceptor } from './common/interceptors/json-body.interceptor';
-import { loggerParams } from './common/logging';
+import { LoggingModule } from './common/logging/logging.module';
 import { ConfigModule, GatewayOptions } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { dataSourceOptions } from './database/data-source.options';
@@ -30,7 +30,7 @@ export class AppModule implements NestModule {
       module: AppModule,
       imports: [
         ConfigModule.register(options),
-        LoggerModule.forRoot(loggerParams(options.env)),
+        LoggingModule,
         TypeOrmModule.forRoot(dataSourceOptions(options.databaseUrl)),
         KeysModule,
         MetricsModule,
@@ -55,6 +55,6 @@ export class AppModule implements NestModule {
   }
 
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(RouteRulesMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
+    consumer.apply(AccessLogMiddleware, RouteRulesMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
   }
 }

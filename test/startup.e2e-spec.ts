@@ -180,4 +180,45 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
     expect(gw.stdout).not.toContain(adminToken);
     expect(await portAnswers(pgPort)).toBe(false);
   });
+
+  it('request logs: one JSON access-log line per request with its id and status, never a credential', async () => {
+    expect(demoKey).toBeDefined();
+    const gw = start();
+    const base = await gw.started();
+    const origin = base.replace(/\/v1$/, '');
+    const forgedKey = 'gwk_forgedForgedForgedForgedForgedForgedForgedForge1';
+    const secrets = { cookie: 'session=cookie-secret-4711', 'x-api-key': 'x-api-key-secret-4711' };
+
+    const ok = await fetch(`${base}/models?page=1`, { headers: { authorization: `Bearer ${demoKey}`, ...secrets } });
+    const denied = await fetch(`${base}/models`, { headers: { authorization: `Bearer ${forgedKey}` } });
+    const admin = await fetch(`${origin}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: '{"name": "logged"}',
+    });
+    const health = await fetch(`${origin}/healthz`);
+    expect([ok.status, denied.status, admin.status, health.status]).toEqual([200, 401, 201, 200]);
+    const [okId, deniedId, adminId, healthId] = [ok, denied, admin, health].map((r) => r.headers.get('x-request-id')!);
+    await gw.waitFor(new RegExp(adminId));
+
+    gw.child.kill('SIGTERM');
+    expect(await gw.exited).toBe(0);
+    const lines = gw.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const accessLines = (requestId: string) => lines.filter((l) => l.requestId === requestId);
+    expect(accessLines(okId)).toEqual([
+      expect.objectContaining({ level: 30, msg: 'request completed', method: 'GET', path: '/v1/models', status: 200, responseTimeMs: expect.any(Number) }),
+    ]);
+    expect(accessLines(deniedId)).toEqual([expect.objectContaining({ msg: 'request completed', path: '/v1/models', status: 401 })]);
+    expect(accessLines(adminId)).toEqual([expect.objectContaining({ method: 'POST', path: '/admin/v1/accounts', status: 201 })]);
+    expect(gw.stdout).not.toContain(healthId);
+    // Nest's own boot logs go through the same pino logger, with their context.
+    expect(lines).toContainEqual(expect.objectContaining({ context: 'NestApplication', msg: 'Nest application successfully started' }));
+
+    const output = gw.stdout + gw.stderr;
+    for (const secret of [demoKey, forgedKey, adminToken, ...Object.values(secrets)]) expect(output).not.toContain(secret);
+    expect(output).not.toMatch(/authorization|Bearer/i);
+  });
 });

@@ -24,7 +24,7 @@ import { GatewayConfig } from '../../config/gateway-config.schema';
 export class BurstLimitModule {}
 
 function redisStorage(url: string): ThrottlerStorageRedisService {
-  const storage = new ThrottlerStorageRedisService(url, { maxRetriesPerRequest: 1 });
+  const storage = new ThrottlerStorageRedisService(url, { maxRetriesPerRequest: 1, enableAutoPipelining: true });
   const logger = new Logger('BurstLimit');
   let down = false;
   // ioredis reports every failed reconnect; log the outage once, and the recovery.

@@ -1,0 +1,33 @@
+import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { ROOT_LOGGER } from '../logging/root-logger';
+import { assignRequestId } from './request-id';
+
+const UNLOGGED_PATHS = new Set(['/healthz', '/readyz']);
+
+/** Gives the request its id before the guards run, and logs one line when its response closes. */
+@Injectable()
+export class AccessLogMiddleware implements NestMiddleware {
+  constructor(@Inject(ROOT_LOGGER) private readonly logger: Logger) {}
+
+  use(req: Request, res: Response, next: NextFunction): void {
+    const requestId = assignRequestId(req, res);
+    const path = pathOf(req.originalUrl);
+    if (UNLOGGED_PATHS.has(path) || !this.logger.isLevelEnabled('info')) return next();
+    const start = process.hrtime.bigint();
+    res.once('close', () => {
+      const responseTimeMs = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
+      this.logger.info(
+        { requestId, method: req.method, path, status: res.statusCode, responseTimeMs },
+        res.writableFinished ? 'request completed' : 'request aborted',
+      );
+    });
+    next();
+  }
+}
+
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}

@@ -1,0 +1,71 @@
+import { Inject, Injectable, LoggerService } from '@nestjs/common';
+import type { Level, Logger } from 'pino';
+import { ROOT_LOGGER } from './root-logger';
+
+const STACK = /\n\s*at /;
+
+/**
+ * Nest's LoggerService over the root pino logger. Nest's `Logger` appends its context as the last
+ * argument, so `logger.error({ err, requestId }, 'message')` arrives here as
+ * `({ err, requestId }, 'message', 'Context')` and `logger.error('message', stack)` as
+ * `('message', stack, 'Context')`.
+ */
+@Injectable()
+export class PinoNestLogger implements LoggerService {
+  constructor(@Inject(ROOT_LOGGER) private readonly pino: Logger) {}
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+
+  private write(level: Level, message: unknown, params: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    const fields: Record<string, unknown> = {};
+    let rest = params;
+    const last = params[params.length - 1];
+    // A stack passed without a context (`Logger.error(message, stack)`) is not a context.
+    if (typeof last === 'string' && !STACK.test(last)) {
+      fields.context = last;
+      rest = params.slice(0, -1);
+    }
+    if (message instanceof Error) {
+      fields.err = message;
+      this.pino[level](fields, typeof rest[0] === 'string' ? rest[0] : message.message);
+    } else if (typeof message === 'object' && message !== null) {
+      Object.assign(fields, message);
+      this.pino[level](fields, typeof rest[0] === 'string' ? rest[0] : undefined);
+    } else {
+      const text = String(message);
+      const stack = rest[0];
+      const isStack = typeof stack === 'string' && (level === 'error' || level === 'fatal' || STACK.test(stack));
+      if (isStack) fields.err = errorWithStack(text, stack);
+      this.pino[level](fields, text);
+    }
+  }
+}
+
+function errorWithStack(message: string, stack: string): Error {
+  const err = new Error(message);
+  err.stack = stack;
+  return err;
+}
