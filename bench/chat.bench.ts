@@ -55,8 +55,8 @@ function body(stream: boolean, model: string): string {
 }
 
 async function throughput(target: Target, stream: boolean, model: string) {
-  const postgres = postgresPids();
-  const cpuBefore = [cpuSeconds(target.pid ? [target.pid] : []), cpuSeconds(postgres)];
+  const targetCpuBefore = cpuSeconds(target.pid ? [target.pid] : []);
+  const postgresBefore = new Map(postgresPids().map((pid) => [pid, cpuSeconds([pid])]));
   const result = await autocannon({
     url: `${target.url}/chat/completions`,
     method: 'POST',
@@ -67,7 +67,9 @@ async function throughput(target: Target, stream: boolean, model: string) {
     ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
   const requests = result.requests.total || 1;
-  const [process, database] = [cpuSeconds(target.pid ? [target.pid] : []) - cpuBefore[0], cpuSeconds(postgres) - cpuBefore[1]];
+  const process = cpuSeconds(target.pid ? [target.pid] : []) - targetCpuBefore;
+  // Backends that started during the run count whole.
+  const database = postgresPids().reduce((sum, pid) => sum + cpuSeconds([pid]) - (postgresBefore.get(pid) ?? 0), 0);
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -79,31 +81,40 @@ async function throughput(target: Target, stream: boolean, model: string) {
   };
 }
 
-/** Median over sequential requests of the full answer (JSON) or of the first SSE event (streams). */
-async function unloaded(target: Target, stream: boolean, model: string): Promise<number> {
-  const dispatcher = new Agent({ connections: 1 });
-  const samples: number[] = [];
-  for (let i = 0; i < SEQUENTIAL + 30; i++) {
-    const start = process.hrtime.bigint();
-    const answer = await request(`${target.url}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...target.headers },
-      body: body(stream, model),
-      dispatcher,
-    });
-    let elapsed = 0;
-    for await (const part of answer.body) {
-      if (elapsed === 0 && (!stream || String(part).includes('data:'))) {
-        if (stream) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
-      }
-    }
-    if (!stream) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
-    if (answer.statusCode !== 200) throw new Error(`${target.name}: HTTP ${answer.statusCode}`);
-    if (i >= 30) samples.push(elapsed);
+/** The time of one request: the whole answer (JSON) or its first SSE event (streams). */
+async function timeOne(target: Target, stream: boolean, model: string, dispatcher: Agent): Promise<number> {
+  const start = process.hrtime.bigint();
+  const answer = await request(`${target.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: body(stream, model),
+    dispatcher,
+  });
+  let elapsed = 0;
+  for await (const part of answer.body) {
+    if (stream && elapsed === 0 && String(part).includes('data:')) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
   }
-  await dispatcher.close();
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)];
+  if (!stream) elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+  if (answer.statusCode !== 200) throw new Error(`${target.name}: HTTP ${answer.statusCode}`);
+  return elapsed;
+}
+
+/**
+ * Median unloaded latency of each target, from sequential requests that take the targets in turn, so
+ * that every target is measured in the same machine state (an idle VM's timings drift by milliseconds
+ * between runs; differences taken within one interleaved run do not).
+ */
+async function unloaded(targets: Target[], stream: boolean, model: string): Promise<number[]> {
+  const dispatchers = targets.map(() => new Agent({ connections: 1 }));
+  const samples: number[][] = targets.map(() => []);
+  for (let i = 0; i < SEQUENTIAL + 30; i++) {
+    for (let t = 0; t < targets.length; t++) {
+      const elapsed = await timeOne(targets[t], stream, model, dispatchers[t]);
+      if (i >= 30) samples[t].push(elapsed);
+    }
+  }
+  await Promise.all(dispatchers.map((d) => d.close()));
+  return samples.map((s) => s.sort((a, b) => a - b)[Math.floor(s.length / 2)]);
 }
 
 /** CPU seconds used so far by the processes with these pids. */
@@ -241,10 +252,12 @@ async function main(): Promise<void> {
 
   const rows: string[] = [];
   for (const stream of [false, true]) {
-    for (const target of targets) {
-      if (!ONLY.test(`${stream ? 'stream' : 'json'} | ${target.name}`)) continue;
-      // Unloaded latency does not depend on how many accounts send requests.
-      const idle = target.rotation ? NaN : await unloaded(target, stream, 'bench-model');
+    const selected = targets.filter((target) => ONLY.test(`${stream ? 'stream' : 'json'} | ${target.name}`));
+    // Unloaded latency does not depend on how many accounts send requests.
+    const single = selected.filter((target) => !target.rotation);
+    const idleTimes = await unloaded(single, stream, 'bench-model');
+    for (const target of selected) {
+      const idle = target.rotation ? NaN : idleTimes[single.indexOf(target)];
       const load = await throughput(target, stream, 'bench-model');
       rows.push(
         `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} | ${load.cpuUs} | ${load.dbCpuUs} |`,

@@ -82,8 +82,9 @@ describe('GET /v1/usage', () => {
   });
 
   it('limits the totals to [from, to) and rejects dates that do not parse', async () => {
-    const { key } = await admin.createAccount({ name: 'usage-e', creditsUsd: '1' });
+    const { key, accountId } = await admin.createAccount({ name: 'usage-e', creditsUsd: '1' });
     await sdk(gw, key).chat.completions.create({ model: 'dev-echo', messages: say('hello') });
+    await waitForUsageRows(db, accountId, 1);
     const past = await ownUsage(key, '?from=2020-01-01&to=2020-02-01');
     expect(past.status).toBe(200);
     expect(past.body).toMatchObject({ from: '2020-01-01T00:00:00.000Z', to: '2020-02-02T00:00:00.000Z' });

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
@@ -90,7 +90,7 @@ const SETTLE_BATCH = `WITH settled AS (SELECT item, charged FROM billing_settle_
   )})
   SELECT item, charged FROM settled`;
 /** Batches running at once per statement; more requests wait and share the next one. */
-const BATCHES_IN_FLIGHT = 4;
+const BATCHES_IN_FLIGHT = 1;
 const MAX_BATCH = 500;
 
 /**
@@ -99,14 +99,16 @@ const MAX_BATCH = 500;
  * and one transaction; the invariants hold across replicas because the functions lock the account row.
  */
 @Injectable()
-export class BillingService {
+export class BillingService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(BillingService.name);
   /** Holds of requests still running in this process, with their time-to-live, kept alive by the sweeper. */
   private readonly live = new Map<string, number>();
   private readonly prices = new Map<string, TokenPrices>();
-  private readonly holds = new StatementBatcher<HoldItem, ReserveRow>((items) => this.runBatch<ReserveRow>(RESERVE_BATCH, items), BATCHES_IN_FLIGHT, MAX_BATCH);
+  /** Settlements started after their response, awaited before the process stops. */
+  private readonly settling = new Set<Promise<void>>();
+  private readonly holds = new StatementBatcher<HoldItem, ReserveRow>((items) => this.runBatch<ReserveRow>('billing_reserve_batch', RESERVE_BATCH, items), BATCHES_IN_FLIGHT, MAX_BATCH);
   private readonly settlements = new StatementBatcher<SettleItem, SettleRow>(
-    (items) => this.runBatch<SettleRow>(SETTLE_BATCH, items),
+    (items) => this.runBatch<SettleRow>('billing_settle_batch', SETTLE_BATCH, items),
     BATCHES_IN_FLIGHT,
     MAX_BATCH,
   );
@@ -173,6 +175,28 @@ export class BillingService {
     }
   }
 
+  /**
+   * Settles without keeping the client waiting: the hold already bounds what the request can cost,
+   * so the charge is committed right after the response has been sent. A settlement that fails
+   * leaves the hold to the sweeper (the request is then not charged) and the usage record to the
+   * response's close hook.
+   */
+  settleAfterResponse(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): void {
+    const settlement = this.settle(reservation, req, usage, status).then(
+      () => undefined,
+      (err: Error) => {
+        this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${err.message}`);
+        this.usage.settlementAbandoned(req);
+      },
+    );
+    this.settling.add(settlement);
+    void settlement.finally(() => this.settling.delete(settlement));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.settling);
+  }
+
   /** Gives the hold back without any charge (failed request). Idempotent. */
   async release(reservation: Reservation): Promise<void> {
     this.live.delete(reservation.requestId);
@@ -205,8 +229,9 @@ export class BillingService {
   }
 
   /** One call of a batch function: its rows carry their item's position. */
-  private async runBatch<R extends { item: number }>(sql: string, items: unknown[]): Promise<R[]> {
-    const { rows } = await this.db.query<R>(sql, [JSON.stringify(items)]);
+  private async runBatch<R extends { item: number }>(name: string, text: string, items: unknown[]): Promise<R[]> {
+    // Named: prepared once per connection, so each call skips parsing and planning.
+    const { rows } = await this.db.query<R>({ name, text, values: [JSON.stringify(items)] });
     const results = new Array<R>(items.length);
     for (const row of rows) results[row.item] = row;
     return results;

@@ -87,8 +87,8 @@ export class ChatService {
     }
     const usage = upstreamUsage(answer.usage) ?? countedUsage(chat.body.messages, completionText(answer));
     answer.model = chat.model.id;
-    await this.billing.settle(reservation, req, usage, 200);
     res.status(200).json(answer);
+    this.billing.settleAfterResponse(reservation, req, usage, 200);
   }
 
   private async stream({ req, res, chat, upstreamBody, reservation, signal }: UpstreamCall): Promise<void> {
@@ -135,8 +135,8 @@ export class ChatService {
     }
     // A client that left is charged for the prompt and what was produced until then.
     const status = signal.aborted ? CLIENT_CLOSED_REQUEST : 200;
-    await this.billing.settle(reservation, req, usage ?? countedUsage(chat.body.messages, produced), status);
     if (!signal.aborted) sse.end('[DONE]');
+    this.billing.settleAfterResponse(reservation, req, usage ?? countedUsage(chat.body.messages, produced), status);
   }
 
   private inBandError(err: unknown, req: GatewayRequest): GatewayError {

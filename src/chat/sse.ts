@@ -5,6 +5,8 @@ import type { Response } from 'express';
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
 export class SseWriter {
+  private corked = false;
+
   constructor(private readonly res: Response) {}
 
   get hasStarted(): boolean {
@@ -36,9 +38,24 @@ export class SseWriter {
     this.res.end(lastEvent === undefined ? undefined : `data: ${lastEvent}\n\n`);
   }
 
+  /**
+   * Events relayed in the same tick (one upstream read usually carries several) leave in one socket
+   * write instead of one each.
+   */
+  private coalesce(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.res.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      this.res.uncork();
+    });
+  }
+
   private async write(text: string): Promise<void> {
     if (!this.isOpen) return;
     if (!this.hasStarted) this.start();
+    this.coalesce();
     if (this.res.write(text)) return;
     await new Promise<void>((resolve) => {
       const resume = () => {

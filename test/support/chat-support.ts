@@ -74,8 +74,18 @@ export interface MoneyState {
   openHolds: number;
 }
 
-/** The account's money as stored: balance, reserved, the ledger and its charges, open holds. */
-export async function moneyOf(db: DataSource, accountId: string): Promise<MoneyState> {
+/**
+ * The account's money as stored: balance, reserved, the ledger and its charges, open holds. Chat
+ * requests settle just after their response is sent, so this waits (up to `timeoutMs`) until the
+ * account holds nothing before reading it.
+ */
+export async function moneyOf(db: DataSource, accountId: string, timeoutMs = 5000): Promise<MoneyState> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const [open] = await db.query(`SELECT count(*)::int AS n FROM holds WHERE account_id = $1`, [accountId]);
+    if (open.n === 0) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
   const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
   const ledger: { kind: string; amount_micros: string; request_id: string | null }[] = await db.query(
     `SELECT kind, amount_micros, request_id FROM ledger_entries WHERE account_id = $1 ORDER BY id`,
