@@ -30,4 +30,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini forwards SIGTERM to node, which lets in-flight requests finish before it exits.
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "dist/src/main.js"]
+# The same flags as `npm start`: a larger young generation (docs/performance.md).
+CMD ["node", "--max-semi-space-size=64", "dist/src/main.js"]

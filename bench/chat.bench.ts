@@ -18,6 +18,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = 300;
+const UNLOADED_BLOCKS = 3;
+const WARM_UP = 20;
 /** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
 const CLOCK_TICKS_PER_S = 100;
@@ -100,17 +102,19 @@ async function timeOne(target: Target, stream: boolean, model: string, dispatche
 }
 
 /**
- * Median unloaded latency of each target, from sequential requests that take the targets in turn, so
- * that every target is measured in the same machine state (an idle VM's timings drift by milliseconds
- * between runs; differences taken within one interleaved run do not).
+ * Median unloaded latency of each target: sequential requests on one keep-alive connection, in blocks
+ * that take the targets in turn, so that a drift of the machine's speed during the run (an idle VM's
+ * timings move by milliseconds between minutes) touches every target alike.
  */
 async function unloaded(targets: Target[], stream: boolean, model: string): Promise<number[]> {
   const dispatchers = targets.map(() => new Agent({ connections: 1 }));
   const samples: number[][] = targets.map(() => []);
-  for (let i = 0; i < SEQUENTIAL + 30; i++) {
+  for (let block = 0; block < UNLOADED_BLOCKS; block++) {
     for (let t = 0; t < targets.length; t++) {
-      const elapsed = await timeOne(targets[t], stream, model, dispatchers[t]);
-      if (i >= 30) samples[t].push(elapsed);
+      for (let i = 0; i < WARM_UP + SEQUENTIAL / UNLOADED_BLOCKS; i++) {
+        const elapsed = await timeOne(targets[t], stream, model, dispatchers[t]);
+        if (i >= WARM_UP) samples[t].push(elapsed);
+      }
     }
   }
   await Promise.all(dispatchers.map((d) => d.close()));
@@ -216,7 +220,9 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
       `catalog:\n${models}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
   );
   const port = 18000 + (process.pid % 1000);
-  const { child } = await startChild('node', [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), 'dist/src/main.js'], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/);
+  // Started as `npm start` starts it (its node flags included), after any extra flags of the run.
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+  const { child } = await startChild(start[0], [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), ...start.slice(1)], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/);
   const url = `http://127.0.0.1:${port}`;
   const admin = async (path: string, payload: unknown) => {
     const answer = await request(`${url}/admin/v1${path}`, {

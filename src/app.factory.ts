@@ -9,7 +9,7 @@ import { setupOpenApi } from './openapi/openapi.setup';
 /** Builds the gateway exactly as it runs in production; tests use the same function. */
 export async function createGatewayApp(options: GatewayOptions): Promise<INestApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.register(options), {
-    // Bodies are read after authentication by JsonBodyInterceptor and multer, never before.
+    // Bodies are read after the route's checks by JsonBodyGuard and multer, never before.
     bodyParser: false,
     bufferLogs: true,
   });

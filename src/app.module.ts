@@ -1,5 +1,5 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
@@ -9,7 +9,6 @@ import { BurstLimitModule } from './common/guards/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { AccessLogMiddleware } from './common/http/access-log.middleware';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
-import { JsonBodyInterceptor } from './common/interceptors/json-body.interceptor';
 import { LoggingModule } from './common/logging/logging.module';
 import { ConfigModule, GatewayOptions } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
@@ -49,7 +48,6 @@ export class AppModule implements NestModule {
       providers: [
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: GatewayExceptionFilter },
-        { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
       ],
     };
   }

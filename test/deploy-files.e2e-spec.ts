@@ -113,7 +113,9 @@ describe('Dockerfile', () => {
     const runtime = lines.slice(lines.indexOf(stages[1]));
     expect(runtime.filter((l) => l.startsWith('COPY --from=build')).length).toBeGreaterThanOrEqual(3);
     expect(runtime).toContain('USER node');
-    expect(runtime[runtime.length - 1]).toBe('CMD ["node", "dist/src/main.js"]');
+    // The container starts the gateway exactly as `npm start` does (same node flags).
+    const start = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string;
+    expect(runtime[runtime.length - 1]).toBe(`CMD ${JSON.stringify(start.split(' '))}`.replace(/","/g, '", "'));
     expect(existsSync(join(ROOT, 'src/main.ts'))).toBe(true);
   });
 

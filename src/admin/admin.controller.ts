@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards, UsePipes, ValidationPipe } from '@nestjs/common';
 import { Public } from '../common/decorators/public.decorator';
+import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { usagePeriod } from '../common/http/usage-period';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
 import { AdminTokenGuard } from './admin-token.guard';
@@ -8,7 +9,7 @@ import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, Subscr
 
 /** The operator API (DESIGN.md section 4). Authenticated with the admin token, not an API key. */
 @Public()
-@UseGuards(AdminTokenGuard)
+@UseGuards(AdminTokenGuard, JsonBodyGuard)
 @UsePipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }))
 @Controller('admin/v1')
 export class AdminController {

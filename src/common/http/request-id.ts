@@ -1,8 +1,18 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+const ID_BYTES = 12;
+// Random bytes drawn 256 ids at a time: one call into the CSPRNG per 256 requests instead of one each.
+const pool = Buffer.alloc(ID_BYTES * 256);
+let offset = pool.length;
+
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('hex')}`;
+  if (offset === pool.length) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  offset += ID_BYTES;
+  return `req_${pool.toString('hex', offset - ID_BYTES, offset)}`;
 }
 
 /** Gives the request its id once and echoes it in `x-request-id` on every response. */
