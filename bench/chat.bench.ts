@@ -20,6 +20,7 @@ const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = 300;
 const UNLOADED_BLOCKS = 3;
 const WARM_UP = 20;
+const WARM_UP_S = 2;
 /** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
 const CLOCK_TICKS_PER_S = 100;
@@ -56,18 +57,24 @@ function body(stream: boolean, model: string): string {
   return JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'Say something short about benchmarks.' }], ...(stream ? { stream_options: { include_usage: true } } : {}) });
 }
 
-async function throughput(target: Target, stream: boolean, model: string) {
-  const targetCpuBefore = cpuSeconds(target.pid ? [target.pid] : []);
-  const postgresBefore = new Map(postgresPids().map((pid) => [pid, cpuSeconds([pid])]));
-  const result = await autocannon({
+function load(target: Target, stream: boolean, model: string, duration: number) {
+  return autocannon({
     url: `${target.url}/chat/completions`,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...target.headers },
     body: body(stream, model),
     connections: CONNECTIONS,
-    duration: DURATION_S,
+    duration,
     ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
+}
+
+async function throughput(target: Target, stream: boolean, model: string) {
+  // Unmeasured first: every target runs with its code optimised by the JIT and its pools filled.
+  await load(target, stream, model, WARM_UP_S);
+  const targetCpuBefore = cpuSeconds(target.pid ? [target.pid] : []);
+  const postgresBefore = new Map(postgresPids().map((pid) => [pid, cpuSeconds([pid])]));
+  const result = await load(target, stream, model, DURATION_S);
   const requests = result.requests.total || 1;
   const process = cpuSeconds(target.pid ? [target.pid] : []) - targetCpuBefore;
   // Backends that started during the run count whole.

@@ -208,6 +208,43 @@ describe('BillingService against PostgreSQL', () => {
     expect(await money(accountId)).toMatchObject({ reserved: 0n, held: 0n });
   });
 
+  it('settles concurrent requests of several accounts in one batch exactly, a repeated settle among them charging nothing', async () => {
+    const a = await admin.createAccount({ creditsUsd: '1' });
+    const b = await admin.createAccount({ creditsUsd: '1' });
+    // Concurrent calls share one database call; each hold is 100 × 1.25 + 100 × 10 = 1125.
+    const held = await Promise.all([a, b, a, b, a, b, a].map((acct) => reserve(acct.accountId, 100, 100)));
+    const keyOf = (r: Reservation) => (r.accountId === a.accountId ? a.keyId : b.keyId);
+    expect(held.every((r) => r.holdMicros === 1125n)).toBe(true);
+    const [first, ...rest] = held;
+    expect(await billing.settle(first, fakeRequest(first.accountId, keyOf(first)), { promptTokens: 100, completionTokens: 10 }, 200)).toBe(225n);
+
+    // completion i × 7 tokens: 125 + 70·i micro-USD each; the repeated settle of `first` is in the same batch.
+    const charges = await Promise.all([
+      ...rest.map((r, i) => billing.settle(r, fakeRequest(r.accountId, keyOf(r)), { promptTokens: 100, completionTokens: 7 * i }, 200)),
+      billing.settle(first, fakeRequest(first.accountId, keyOf(first)), { promptTokens: 100, completionTokens: 10 }, 200),
+    ]);
+    expect(charges).toEqual([...rest.map((_, i) => 125n + 70n * BigInt(i)), 0n]);
+
+    for (const acct of [a, b]) {
+      const own = [first, ...rest].map((r, i) => ({ r, charge: i === 0 ? 225n : charges[i - 1] })).filter(({ r }) => r.accountId === acct.accountId);
+      const spent = own.reduce((sum, { charge }) => sum + charge, 0n);
+      const state = await money(acct.accountId);
+      expect(state).toMatchObject({ balance: 1_000_000n - spent, reserved: 0n, held: 0n, spend: spent, holds: 0 });
+      expect(state.ledgerSum).toBe(state.balance);
+      // Every ledger entry's balance_after follows from the one before it.
+      const ledger: { amount_micros: string; balance_after_micros: string }[] = await db.query(
+        `SELECT amount_micros, balance_after_micros FROM ledger_entries WHERE account_id = $1 ORDER BY id`,
+        [acct.accountId],
+      );
+      let balance = 0n;
+      for (const entry of ledger) {
+        balance += BigInt(entry.amount_micros);
+        expect(BigInt(entry.balance_after_micros)).toBe(balance);
+      }
+      expect(ledger).toHaveLength(own.length + 1);
+    }
+  });
+
   it('never lets 100 concurrent reservations hold more than the balance', async () => {
     // Each request holds 100 × 1.25 + 100 × 10 = 1125 micro-USD; $0.0225 covers exactly 20.
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '0.0225' });
