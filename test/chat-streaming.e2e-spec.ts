@@ -48,6 +48,16 @@ describe('chat streaming', () => {
     expect(rows).toEqual([expect.objectContaining({ status: 200, streamed: true, prompt_tokens: 9, completion_tokens: 5, cost_micros: String(cost) })]);
   });
 
+  it('keeps the upstream connection for the next request once a stream has ended', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: '1' });
+    const stream = () => postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'Say it.' }], stream: true }).then(readSseData);
+    expect((await stream()).at(-1)).toBe('[DONE]');
+    const before = fake.connectionsOpened;
+    for (let i = 0; i < 3; i++) expect((await stream()).at(-1)).toBe('[DONE]');
+    expect(fake.requests).toHaveLength(4);
+    expect(fake.connectionsOpened - before).toBe(0);
+  });
+
   it('forwards the usage chunk (choices: []) last when the client asked for it', async () => {
     const { key } = await admin.createAccount({ creditsUsd: '1' });
     const stream = await sdk(gw, key).chat.completions.create({

@@ -76,6 +76,8 @@ export class FakeUpstream {
   /** A mode applied to every request until cleared; `failNext` takes precedence. */
   failure: FailureMode | null = null;
   readonly requests: RecordedRequest[] = [];
+  /** TCP connections accepted so far (a keep-alive client reuses its connections). */
+  connectionsOpened = 0;
   private readonly queued: FailureMode[] = [];
   private server!: Server;
 
@@ -127,6 +129,7 @@ export class FakeUpstream {
       this.handle(req, res).catch(() => res.destroy());
     });
     this.server.keepAliveTimeout = 60_000;
+    this.server.on('connection', () => this.connectionsOpened++);
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
     return this;

@@ -11,8 +11,11 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
+  let complete = false;
   try {
-    for await (const chunk of body) {
+    // Not destroyed when the loop returns at [DONE]: destroying it would build an AbortError and
+    // stop undici from reusing the connection.
+    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
       buffer += decoder.decode(chunk as Buffer, { stream: true });
       let newline: number;
       while ((newline = buffer.indexOf('\n')) >= 0) {
@@ -22,7 +25,10 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
           if (data.length === 0) continue;
           const payload = data.join('\n');
           data = [];
-          if (payload === '[DONE]') return;
+          if (payload === '[DONE]') {
+            complete = true;
+            return;
+          }
           yield parsePayload(name, payload);
         } else if (line.startsWith('data:')) {
           data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
@@ -33,7 +39,8 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
   } catch (err) {
     throw toUpstreamFailure(name, err);
   } finally {
-    if (!body.destroyed) body.destroy();
+    if (complete) drain(body);
+    else if (!body.destroyed) body.destroy();
   }
   throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream without [DONE].`);
 }
@@ -54,4 +61,10 @@ function parsePayload(name: string, payload: string): Record<string, unknown> {
     throw new UpstreamFailure('server_error', `Upstream ${name} failed mid-stream: ${message}`);
   }
   return parsed as Record<string, unknown>;
+}
+
+/** Reads what follows [DONE] (usually only the end of the response), so the connection goes back to the pool. */
+function drain(body: Readable): void {
+  body.on('error', () => undefined);
+  body.resume();
 }
