@@ -15,28 +15,17 @@ import {
   postTranscription,
   withFakeAudioProvider,
 } from './support/audio-support';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
-import { startTestApp, TestApp } from './support/test-app';
+import { useGatewayWithFake } from './support/chat-support';
+import { FakeUpstream } from './support/fake-upstream';
+import { TestApp } from './support/test-app';
 
 const ALLOWANCE = 3;
 const TEN_MB = 10 * 1024 * 1024;
 
 describe('audio entitlements and fair use', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-    gw = await startTestApp({ config: withFakeAudioProvider(fake.url, { fairUse: ALLOWANCE }) });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
-  });
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useGatewayWithFake((fakeUrl) => withFakeAudioProvider(fakeUrl, { fairUse: ALLOWANCE }));
+  beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => fake.resetState());
 
   const transcribe = (key: string) => postTranscription(gw, key, audioForm({ model: 'whisper-1' }, { data: audioFixture('hello.wav'), name: 'hello.wav' }));

@@ -1,8 +1,9 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { audioUsageRows, errorOf, expectFairUse, FAKE_TTS, postSpeech, sdk, withFakeAudioProvider } from './support/audio-support';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { useGatewayWithFake } from './support/chat-support';
+import { FakeUpstream } from './support/fake-upstream';
+import { RawConfig, TestApp } from './support/test-app';
 
 const MAX_CHARS = 40;
 const MP3_ONLY = 'fake-tts-mp3-only';
@@ -18,29 +19,17 @@ const CONTENT_TYPES: [string, string][] = [
 ];
 
 describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
   let key: string;
-
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        withFakeAudioProvider(fake.url)(raw);
-        raw.catalog.push({ id: MP3_ONLY, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', voices: ['alloy'], response_formats: ['mp3'] });
-        raw.catalog.push({ id: NO_VOICES, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', response_formats: ['wav'] });
-        raw.limits.speech_max_input_chars = MAX_CHARS;
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-    ({ key } = await admin.createAccount({ subscription: 'active' }));
+  const suite = useGatewayWithFake((fakeUrl) => (raw: RawConfig) => {
+    withFakeAudioProvider(fakeUrl)(raw);
+    raw.catalog.push({ id: MP3_ONLY, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', voices: ['alloy'], response_formats: ['mp3'] });
+    raw.catalog.push({ id: NO_VOICES, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', response_formats: ['wav'] });
+    raw.limits.speech_max_input_chars = MAX_CHARS;
   });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
+  beforeAll(async () => {
+    ({ fake, gw, admin, db } = suite);
+    ({ key } = await admin.createAccount({ subscription: 'active' }));
   });
   beforeEach(() => fake.resetState());
 

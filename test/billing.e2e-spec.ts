@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { BillingService, Reservation } from '../src/billing/billing.service';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
-import { GatewayRequest } from '../src/common/http/gateway-request';
+import { GatewayRequest, UsageDraft } from '../src/common/http/gateway-request';
 import { monthKey } from '../src/common/month';
 import { CatalogEntry } from '../src/config/gateway-config.schema';
 import { AdminClient } from './support/admin-client';
@@ -40,7 +40,9 @@ function fakeRequest(accountId: string, keyId: string): GatewayRequest {
       streamed: false,
       errorCode: null,
       recorded: false,
-    },
+      awaitingSettlement: true,
+      closedStatus: null,
+    } satisfies UsageDraft,
   } as unknown as GatewayRequest;
 }
 

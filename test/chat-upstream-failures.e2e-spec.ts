@@ -1,36 +1,24 @@
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { moneyOf, postChat, PricedModel, sdk, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { FailureMode, FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { moneyOf, postChat, PricedModel, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
+import { FailureMode, FakeUpstream, unusedPortUrl } from './support/fake-upstream';
+import { RawConfig, TestApp } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'flaky-chat', input: 2, output: 100, maxOutput: 4096 };
 const UNREACHABLE: PricedModel = { id: 'unreachable-chat', input: 2, output: 100, maxOutput: 4096 };
 const REQUEST_MS = 500;
 
 describe('chat upstream failures', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useGatewayWithFake(async (fakeUrl) => {
     const refusedUrl = await unusedPortUrl();
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        withFakeProvider(fake.url, [MODEL], { requestMs: REQUEST_MS })(raw);
-        withFakeProvider(refusedUrl, [UNREACHABLE], { name: 'refused', requestMs: REQUEST_MS })(raw);
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
+    return (raw: RawConfig) => {
+      withFakeProvider(fakeUrl, [MODEL], { requestMs: REQUEST_MS })(raw);
+      withFakeProvider(refusedUrl, [UNREACHABLE], { name: 'refused', requestMs: REQUEST_MS })(raw);
+    };
   });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
-  });
+  beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => fake.resetState());
 
   /** Nothing charged, nothing held, and one usage record with cost 0 and the code. */

@@ -1,8 +1,8 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { moneyOf, PricedModel, postChat, sdk, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
+import { moneyOf, PricedModel, postChat, sdk, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { FakeUpstream } from './support/fake-upstream';
+import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 const PRICED: PricedModel = { id: 'metered-chat', input: 2, output: 100, maxOutput: 4096 };
 const CHAT = '/v1/chat/completions';
@@ -21,10 +21,9 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe('GET /metrics', () => {
-  let fake: FakeUpstream;
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
+  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useFakeGateway([PRICED]);
+  beforeAll(() => ({ fake, gw, admin, db } = suite));
 
   const scrape = async () => {
     const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
@@ -33,16 +32,6 @@ describe('GET /metrics', () => {
     return res.text();
   };
 
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-    gw = await startTestApp({ config: withFakeProvider(fake.url, [PRICED]) });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw.close();
-    await fake.close();
-  });
   beforeEach(() => fake.resetState());
 
   it('answers 401 invalid_admin_token without the admin token, with a wrong one and with an API key', async () => {

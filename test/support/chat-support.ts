@@ -174,15 +174,18 @@ export interface FakeGatewaySuite {
   db: DataSource;
 }
 
+/** A config edit, as startTestApp takes it. */
+export type ConfigEdit = (raw: RawConfig) => void;
+
 /**
- * Registers the hooks of a describe block that runs against a gateway whose chat `models` are served by a
- * fake upstream; the returned object is filled in by its beforeAll.
+ * Registers the hooks of a describe block that runs against a gateway and a fake upstream, the gateway
+ * configured by `configFor` from the fake's URL; the returned object is filled in by its beforeAll.
  */
-export function useFakeGateway(models: PricedModel[], options: FakeProviderOptions = {}): FakeGatewaySuite {
+export function useGatewayWithFake(configFor: (fakeUrl: string) => ConfigEdit | Promise<ConfigEdit>): FakeGatewaySuite {
   const suite = {} as FakeGatewaySuite;
   beforeAll(async () => {
     suite.fake = await startFakeUpstream();
-    suite.gw = await startTestApp({ config: withFakeProvider(suite.fake.url, models, options) });
+    suite.gw = await startTestApp({ config: await configFor(suite.fake.url) });
     suite.admin = new AdminClient(suite.gw.url);
     suite.db = suite.gw.app.get(DataSource);
   });
@@ -191,4 +194,9 @@ export function useFakeGateway(models: PricedModel[], options: FakeProviderOptio
     await suite.fake?.close();
   });
   return suite;
+}
+
+/** useGatewayWithFake for a gateway whose chat `models` are served by the fake upstream. */
+export function useFakeGateway(models: PricedModel[], options: FakeProviderOptions = {}): FakeGatewaySuite {
+  return useGatewayWithFake((url) => withFakeProvider(url, models, options));
 }
