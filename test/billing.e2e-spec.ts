@@ -263,6 +263,30 @@ describe('BillingService against PostgreSQL', () => {
     expect(state.ledgerSum).toBe(0n);
   });
 
+  it('commits settlements started after the response before the app shuts down', async () => {
+    const other = await startTestApp({ config: addModel });
+    const otherBilling = other.app.get(BillingService);
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
+    const pending = await Promise.all(
+      Array.from({ length: 5 }, () => otherBilling.reserve({ accountId, requestId: `req_${randomUUID()}`, model, promptTokens: 100, requestedMaxTokens: 100 })),
+    );
+    // The account row stays locked while the app is asked to stop, so the settlements are still pending then.
+    const locker = db.createQueryRunner();
+    await locker.connect();
+    await locker.startTransaction();
+    await locker.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [accountId]);
+    // 125 + 10 × 10 = 225 each; nobody awaits these settlements, the shutdown must.
+    for (const r of pending) otherBilling.settleAfterResponse(r, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+    const closing = other.close();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await locker.commitTransaction();
+    await locker.release();
+    await closing;
+    const state = await money(accountId);
+    expect(state).toMatchObject({ balance: 1_000_000n - 5n * 225n, reserved: 0n, held: 0n, spend: 5n * 225n, holds: 0 });
+    expect(state.ledgerSum).toBe(state.balance);
+  });
+
   it('never lets concurrent reservations exceed the monthly limit', async () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '10', monthlyLimitUsd: '0.0225' });
     const results = await Promise.allSettled(Array.from({ length: 100 }, () => reserve(accountId, 100, 100)));
