@@ -95,8 +95,9 @@ const MAX_BATCH = 500;
 
 /**
  * Prepaid chat billing (DESIGN.md section 6): a worst-case hold before the upstream call, the exact
- * charge after it. Each step is one SQL function call (migration BillingFunctions), so one round trip
- * and one transaction; the invariants hold across replicas because the functions lock the account row.
+ * charge after it. Each step is one SQL function call, shared by the requests that arrive together
+ * (migration BillingBatches), so one round trip and one transaction; the invariants hold across
+ * replicas because the functions lock the account rows.
  */
 @Injectable()
 export class BillingService implements BeforeApplicationShutdown {
@@ -106,12 +107,8 @@ export class BillingService implements BeforeApplicationShutdown {
   private readonly prices = new Map<string, TokenPrices>();
   /** Settlements started after their response, awaited before the process stops. */
   private readonly settling = new Set<Promise<void>>();
-  private readonly holds = new StatementBatcher<HoldItem, ReserveRow>((items) => this.runBatch<ReserveRow>('billing_reserve_batch', RESERVE_BATCH, items), BATCHES_IN_FLIGHT, MAX_BATCH);
-  private readonly settlements = new StatementBatcher<SettleItem, SettleRow>(
-    (items) => this.runBatch<SettleRow>('billing_settle_batch', SETTLE_BATCH, items),
-    BATCHES_IN_FLIGHT,
-    MAX_BATCH,
-  );
+  private readonly holds = this.batcher<HoldItem, ReserveRow>('billing_reserve_batch', RESERVE_BATCH);
+  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_settle_batch', SETTLE_BATCH);
 
   constructor(
     @Inject(BILLING_POOL) private readonly db: Pool,
@@ -228,13 +225,19 @@ export class BillingService implements BeforeApplicationShutdown {
     }
   }
 
-  /** One call of a batch function: its rows carry their item's position. */
-  private async runBatch<R extends { item: number }>(name: string, text: string, items: unknown[]): Promise<R[]> {
-    // Named: prepared once per connection, so each call skips parsing and planning.
-    const { rows } = await this.db.query<R>({ name, text, values: [JSON.stringify(items)] });
-    const results = new Array<R>(items.length);
-    for (const row of rows) results[row.item] = row;
-    return results;
+  /** Group commit over a batch function: it takes the items as JSON and its rows carry their item's position. */
+  private batcher<I, R extends { item: number }>(name: string, text: string): StatementBatcher<I, R> {
+    return new StatementBatcher<I, R>(
+      async (items) => {
+        // Named: prepared once per connection, so each call skips parsing and planning.
+        const { rows } = await this.db.query<R>({ name, text, values: [JSON.stringify(items)] });
+        const results = new Array<R>(items.length);
+        for (const row of rows) results[row.item] = row;
+        return results;
+      },
+      BATCHES_IN_FLIGHT,
+      MAX_BATCH,
+    );
   }
 
   private pricesOf(model: CatalogEntry): TokenPrices {

@@ -11,7 +11,7 @@ interface Pending<I, O> {
  * one commit, which is what lets PostgreSQL keep up on the same cores as the gateway.
  */
 export class StatementBatcher<I, O> {
-  private queue: Pending<I, O>[] = [];
+  private readonly queue: Pending<I, O>[] = [];
   private inFlight = 0;
 
   /** `execute` returns one result per item, in the items' order. */
@@ -30,8 +30,7 @@ export class StatementBatcher<I, O> {
 
   private drain(): void {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
-      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
+      const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight++;
       void this.run(batch).finally(() => {
         this.inFlight--;

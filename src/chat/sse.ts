@@ -5,8 +5,6 @@ import type { Response } from 'express';
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
 export class SseWriter {
-  private corked = false;
-
   constructor(private readonly res: Response) {}
 
   get hasStarted(): boolean {
@@ -43,13 +41,9 @@ export class SseWriter {
    * write instead of one each.
    */
   private coalesce(): void {
-    if (this.corked) return;
-    this.corked = true;
+    if (this.res.writableCorked) return;
     this.res.cork();
-    process.nextTick(() => {
-      this.corked = false;
-      this.res.uncork();
-    });
+    process.nextTick(() => this.res.uncork());
   }
 
   private async write(text: string): Promise<void> {

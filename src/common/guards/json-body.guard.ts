@@ -32,7 +32,7 @@ export class JsonBodyGuard implements CanActivate {
   }
 }
 
-export function readJson(req: GatewayRequest, limit: number, invalidCode: ErrorCode): Promise<unknown> {
+function readJson(req: GatewayRequest, limit: number, invalidCode: ErrorCode): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limit) {
     return Promise.reject(tooLarge(limit));
