@@ -246,20 +246,27 @@ describe('chat billing across two app instances on one database', () => {
     await fake.close();
   });
 
-  it('never overspends the credits when both replicas serve the same account at once', async () => {
-    fake.reply = { content: 'ok', promptTokens: 10, completionTokens: 100 };
-    const perRequest = costMicros(PRICED, 10, 100);
-    const credits = perRequest * 20n;
-    const { accountId, key } = await new AdminClient(a.url).createAccount({ creditsUsd: usd(credits) });
+  /** 100 concurrent chats of one key, alternating between the replicas: how many succeeded, and the others' errors. */
+  async function hundredAcrossReplicas(key: string) {
     fake.responseDelayMs = 100;
     const clients = [sdk(a, key), sdk(b, key)];
     const results = await Promise.allSettled(
       Array.from({ length: 100 }, (_, i) => clients[i % 2].chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 })),
     );
-    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    return {
+      ok: results.filter((r) => r.status === 'fulfilled').length,
+      reasons: results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason),
+    };
+  }
+
+  it('never overspends the credits when both replicas serve the same account at once', async () => {
+    fake.reply = { content: 'ok', promptTokens: 10, completionTokens: 100 };
+    const perRequest = costMicros(PRICED, 10, 100);
+    const credits = perRequest * 20n;
+    const { accountId, key } = await new AdminClient(a.url).createAccount({ creditsUsd: usd(credits) });
+    const { ok, reasons } = await hundredAcrossReplicas(key);
     expect(ok).toBeGreaterThanOrEqual(15);
     expect(ok).toBeLessThanOrEqual(20);
-    const reasons = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
     expect(reasons.every((e) => e.status === 402 && e.code === 'insufficient_credits')).toBe(true);
     expect(fake.requests).toHaveLength(ok);
 
@@ -274,15 +281,9 @@ describe('chat billing across two app instances on one database', () => {
     const perRequest = costMicros(PRICED, 10, 100);
     const limit = perRequest * 20n;
     const { accountId, key } = await new AdminClient(b.url).createAccount({ creditsUsd: '100', monthlyLimitUsd: usd(limit) });
-    fake.responseDelayMs = 100;
-    const clients = [sdk(a, key), sdk(b, key)];
-    const results = await Promise.allSettled(
-      Array.from({ length: 100 }, (_, i) => clients[i % 2].chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 })),
-    );
-    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    const { ok, reasons } = await hundredAcrossReplicas(key);
     expect(ok).toBeGreaterThanOrEqual(15);
     expect(ok).toBeLessThanOrEqual(20);
-    const reasons = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
     expect(reasons.every((e) => e.status === 402 && e.code === 'monthly_limit_reached')).toBe(true);
     expect(fake.requests).toHaveLength(ok);
     const account = await new AdminClient(a.url).account(accountId);
