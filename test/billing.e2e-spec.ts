@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { BillingService, Reservation } from '../src/billing/billing.service';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
-import { GatewayRequest, UsageDraft } from '../src/common/http/gateway-request';
+import { GatewayRequest } from '../src/common/http/gateway-request';
 import { monthKey } from '../src/common/month';
 import { CatalogEntry } from '../src/config/gateway-config.schema';
+import { newUsageDraft } from '../src/usage/usage.service';
 import { AdminClient } from './support/admin-client';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
@@ -23,26 +24,14 @@ function addModel(raw: RawConfig): void {
   raw.catalog.push(MODEL);
 }
 
-/** A request as the auth guard leaves it, so settle can write the usage record. */
+/** A chat request after its hold, so settle can write the usage record. */
 function fakeRequest(accountId: string, keyId: string): GatewayRequest {
   return {
     id: `req_${randomUUID()}`,
     path: '/v1/chat/completions',
     auth: { accountId, keyId },
-    usage: {
-      endpoint: '/v1/chat/completions',
-      startedAt: process.hrtime.bigint(),
-      model: MODEL.id,
-      promptTokens: 0,
-      completionTokens: 0,
-      audioSeconds: 0,
-      inputChars: 0,
-      streamed: false,
-      errorCode: null,
-      recorded: false,
-      awaitingSettlement: true,
-      closedStatus: null,
-    } satisfies UsageDraft,
+    // As the chat handler leaves it once the hold is taken.
+    usage: { ...newUsageDraft('/v1/chat/completions'), model: MODEL.id, awaitingSettlement: true },
   } as unknown as GatewayRequest;
 }
 

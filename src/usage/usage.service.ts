@@ -48,6 +48,24 @@ export function usageRecordInsert(values: string, cost: string, from?: string): 
 
 const INSERT_UNCHARGED = usageRecordInsert('$1::jsonb', '0');
 
+/** The metering state of a request as it starts: nothing counted, nothing recorded. */
+export function newUsageDraft(endpoint: string): UsageDraft {
+  return {
+    endpoint,
+    startedAt: process.hrtime.bigint(),
+    model: null,
+    promptTokens: 0,
+    completionTokens: 0,
+    audioSeconds: 0,
+    inputChars: 0,
+    streamed: false,
+    errorCode: null,
+    recorded: false,
+    awaitingSettlement: false,
+    closedStatus: null,
+  };
+}
+
 export interface UsagePeriod {
   from: Date;
   to: Date;
@@ -76,20 +94,7 @@ export class UsageService {
    * closes, unless billing already wrote it inside its settlement transaction.
    */
   track(req: GatewayRequest, res: Response): void {
-    const draft: UsageDraft = {
-      endpoint: req.path,
-      startedAt: process.hrtime.bigint(),
-      model: null,
-      promptTokens: 0,
-      completionTokens: 0,
-      audioSeconds: 0,
-      inputChars: 0,
-      streamed: false,
-      errorCode: null,
-      recorded: false,
-      awaitingSettlement: false,
-      closedStatus: null,
-    };
+    const draft = newUsageDraft(req.path);
     req.usage = draft;
     res.once('close', () => {
       if (draft.recorded) return;
