@@ -1,7 +1,8 @@
 /**
  * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
  * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
- * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS and DATABASE_URL are read from the environment).
+ * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_GATEWAY_NODE_ARGS,
+ * DATABASE_URL and REDIS_URL are read from the environment).
  * Results: docs/performance.md.
  */
 import autocannon from 'autocannon';
@@ -19,7 +20,7 @@ const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = 300;
 const UNLOADED_BLOCKS = 3;
-const WARM_UP = 20;
+const WARM_UP_REQUESTS = 20;
 const WARM_UP_S = 2;
 /** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
@@ -118,9 +119,9 @@ async function unloaded(targets: Target[], stream: boolean, model: string): Prom
   const samples: number[][] = targets.map(() => []);
   for (let block = 0; block < UNLOADED_BLOCKS; block++) {
     for (let t = 0; t < targets.length; t++) {
-      for (let i = 0; i < WARM_UP + SEQUENTIAL / UNLOADED_BLOCKS; i++) {
+      for (let i = 0; i < WARM_UP_REQUESTS + SEQUENTIAL / UNLOADED_BLOCKS; i++) {
         const elapsed = await timeOne(targets[t], stream, model, dispatchers[t]);
-        if (i >= WARM_UP) samples[t].push(elapsed);
+        if (i >= WARM_UP_REQUESTS) samples[t].push(elapsed);
       }
     }
   }
