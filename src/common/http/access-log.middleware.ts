@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { ROOT_LOGGER } from '../logging/root-logger';
 import { assignRequestId } from './request-id';
+import { pathOf } from './url-path';
 
 const UNLOGGED_PATHS = new Set(['/healthz', '/readyz']);
 
@@ -25,9 +26,4 @@ export class AccessLogMiddleware implements NestMiddleware {
     });
     next();
   }
-}
-
-function pathOf(url: string): string {
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
 }

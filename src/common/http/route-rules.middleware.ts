@@ -1,6 +1,7 @@
 import { Injectable, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { ErrorCode, GatewayError } from '../errors';
+import { pathOf } from './url-path';
 
 const POST_ONLY = new Set(['/v1/chat/completions', '/v1/audio/transcriptions', '/v1/audio/speech']);
 const GET_ONLY = new Set(['/v1/models']);
@@ -21,6 +22,6 @@ export class RouteRulesMiddleware implements NestMiddleware {
 }
 
 function normalise(url: string): string {
-  const path = url.split('?', 1)[0];
+  const path = pathOf(url);
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
