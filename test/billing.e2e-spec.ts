@@ -69,6 +69,12 @@ describe('BillingService against PostgreSQL', () => {
     };
   }
 
+  /** The money once this process has given the account's idle budget lease back (billing.lease_idle_ms). */
+  async function moneyAtRest(accountId: string) {
+    await waitFor(async () => (await money(accountId)).holds === 0, 5000);
+    return money(accountId);
+  }
+
   function reserve(accountId: string, promptTokens: number, requestedMaxTokens: number | null, requestId = `req_${randomUUID()}`) {
     return billing.reserve({ accountId, requestId, model, promptTokens, requestedMaxTokens });
   }
@@ -77,14 +83,15 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const req = fakeRequest(accountId, keyId);
     const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 1000, requestedMaxTokens: 200 });
-    // 1000 × 1.25 + 200 × 10 = 3250 micro-USD
+    // 1000 × 1.25 + 200 × 10 = 3250 micro-USD; the account could afford 100 more such holds, so the
+    // budget lease takes 8 holds of spare room besides: one hold row, reserved like any hold.
     expect(reservation).toMatchObject({ holdMicros: 3250n, outputAllowance: 200, capped: false });
-    expect(await money(accountId)).toMatchObject({ balance: 1_000_000n, reserved: 3250n, held: 3250n, holds: 1 });
+    expect(await money(accountId)).toMatchObject({ balance: 1_000_000n, reserved: 9n * 3250n, held: 9n * 3250n, holds: 1 });
 
     // 997 × 1.25 = 1246.25, + 123 × 10 = 2476.25 → 2476 micro-USD (rounded half up, once)
     const cost = await billing.settle(reservation, req, { promptTokens: 997, completionTokens: 123 }, 200);
     expect(cost).toBe(2476n);
-    const after = await money(accountId);
+    const after = await moneyAtRest(accountId);
     expect(after).toMatchObject({ balance: 1_000_000n - 2476n, reserved: 0n, held: 0n, spend: 2476n, holds: 0 });
     expect(after.ledgerSum).toBe(after.balance);
 
@@ -119,10 +126,10 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '0.001' });
     const reservation = await reserve(accountId, 100, null);
     expect(reservation).toMatchObject({ outputAllowance: 87, capped: true, holdMicros: 995n });
-    const state = await money(accountId);
-    expect(state.reserved).toBe(995n);
+    // Near its limits the lease takes no spare room.
+    expect(await money(accountId)).toMatchObject({ reserved: 995n, held: 995n, holds: 1 });
     await billing.release(reservation);
-    expect(await money(accountId)).toMatchObject({ reserved: 0n, held: 0n, balance: 1000n, holds: 0 });
+    expect(await moneyAtRest(accountId)).toMatchObject({ reserved: 0n, held: 0n, balance: 1000n, holds: 0 });
   });
 
   it('uses the model maximum, uncapped, when it is affordable', async () => {
@@ -187,16 +194,21 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const req = fakeRequest(accountId, keyId);
     const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
-    const other = await reserve(accountId, 100, 100); // keeps reserved_micros non-zero
+    const other = await reserve(accountId, 100, 100); // keeps the lease in use
+    expect(other.lease).toBe(reservation.lease);
     expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 10 }, 200)).toBe(225n);
     expect(await billing.settle(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200)).toBe(0n);
     await billing.release(reservation);
+    // Only the other request's hold is still in use: a second release would have freed it twice.
+    expect(reservation.lease.used).toBe(other.holdMicros);
     const state = await money(accountId);
-    expect(state).toMatchObject({ balance: 1_000_000n - 225n, reserved: other.holdMicros, held: other.holdMicros, spend: 225n, holds: 1 });
+    // The lease (9 holds) gave the charge to the balance and kept the rest for the next requests.
+    expect(state).toMatchObject({ balance: 1_000_000n - 225n, reserved: 9n * 1125n - 225n, spend: 225n, holds: 1 });
     expect(state.ledgerSum).toBe(state.balance);
     await billing.release(other);
     await billing.release(other);
-    expect(await money(accountId)).toMatchObject({ reserved: 0n, held: 0n });
+    expect(reservation.lease.used).toBe(0n);
+    expect(await moneyAtRest(accountId)).toMatchObject({ balance: 1_000_000n - 225n, reserved: 0n, held: 0n, spend: 225n });
   });
 
   it('settles concurrent requests of several accounts in one batch exactly, a repeated settle among them charging nothing', async () => {
@@ -219,7 +231,7 @@ describe('BillingService against PostgreSQL', () => {
     for (const acct of [a, b]) {
       const own = [first, ...rest].map((r, i) => ({ r, charge: i === 0 ? 225n : charges[i - 1] })).filter(({ r }) => r.accountId === acct.accountId);
       const spent = own.reduce((sum, { charge }) => sum + charge, 0n);
-      const state = await money(acct.accountId);
+      const state = await moneyAtRest(acct.accountId);
       expect(state).toMatchObject({ balance: 1_000_000n - spent, reserved: 0n, held: 0n, spend: spent, holds: 0 });
       expect(state.ledgerSum).toBe(state.balance);
       // Every ledger entry's balance_after follows from the one before it.
@@ -244,10 +256,11 @@ describe('BillingService against PostgreSQL', () => {
     const declined = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(held).toHaveLength(20);
     expect(declined.every((r) => r.reason.code === 'insufficient_credits')).toBe(true);
-    expect(await money(accountId)).toMatchObject({ reserved: 22_500n, held: 22_500n, holds: 20 });
+    // All of it in this process's one lease.
+    expect(await money(accountId)).toMatchObject({ reserved: 22_500n, held: 22_500n, holds: 1 });
 
     await Promise.all(held.map((r) => billing.settle(r, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 100 }, 200)));
-    const state = await money(accountId);
+    const state = await moneyAtRest(accountId);
     expect(state).toMatchObject({ balance: 0n, reserved: 0n, held: 0n, spend: 22_500n, holds: 0 });
     expect(state.ledgerSum).toBe(0n);
   });
@@ -366,11 +379,12 @@ describe('HoldSweeper', () => {
     const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
     const req = fakeRequest(accountId, keyId);
     const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
-    // Pretend the request has already outlived its time-to-live.
-    await db.query(`UPDATE holds SET expires_at = now() - interval '1 second' WHERE request_id = $1`, [req.id]);
+    // Pretend the request's lease has already outlived its time-to-live.
+    await db.query(`UPDATE holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [accountId]);
     await gw.app.get(HoldSweeper).tick();
-    expect(await reserved(accountId)).toEqual({ reserved: 1125n, held: 1125n });
+    expect(await reserved(accountId)).toEqual({ reserved: 9n * 1125n, held: 9n * 1125n });
     expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200)).toBe(1125n);
+    await waitFor(async () => (await reserved(accountId)).reserved === 0n, 5000);
     expect(await reserved(accountId)).toEqual({ reserved: 0n, held: 0n });
   });
 
@@ -380,8 +394,8 @@ describe('HoldSweeper', () => {
     const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
     const req = fakeRequest(accountId, keyId);
     const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
-    // Another replica's sweeper took the hold (as if this process had stalled); release does the same SQL.
-    await billing.release(reservation);
+    // Another replica's sweeper took the lease (as if this process had stalled), with the same SQL.
+    await db.query(`SELECT billing_release(account_id, request_id) FROM holds WHERE account_id = $1`, [accountId]);
     await strandedHold(accountId, 1500, 3600); // someone else now holds most of the balance
     const cost = await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200);
     expect(cost).toBe(500n); // 2000 − 1500 still free, not the full 1125

@@ -17,9 +17,14 @@ import { HoldSweeper } from './hold-sweeper.service';
   exports: [AccountsService, BillingService],
 })
 export class BillingModule implements OnApplicationShutdown {
-  constructor(@Inject(BILLING_POOL) private readonly pool: Pool) {}
+  constructor(
+    @Inject(BILLING_POOL) private readonly pool: Pool,
+    private readonly billing: BillingService,
+  ) {}
 
+  /** After the HTTP server has closed, so that no request is still placing holds. */
   async onApplicationShutdown(): Promise<void> {
+    await this.billing.stop();
     await this.pool.end();
   }
 }

@@ -1,14 +1,16 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
+import { monthKey } from '../common/month';
 import { usageRecordInsert, UsageRecordValues, UsageService } from '../usage/usage.service';
 import { BILLING_POOL } from './billing-pool';
+import { BudgetLease } from './budget-lease';
 import { StatementBatcher } from './statement-batcher';
-import { TokenPrices, tokenPrices } from './token-prices';
+import { costMicros, TokenPrices, tokenPrices } from './token-prices';
 
 export interface ReserveInput {
   accountId: string;
@@ -32,6 +34,10 @@ export interface Reservation {
   capped: boolean;
   readonly accountId: string;
   readonly prices: TokenPrices;
+  /** The lease that holds it. */
+  readonly lease: BudgetLease;
+  /** Settled or released: a second call does nothing. */
+  done: boolean;
 }
 
 export interface TokenUsage {
@@ -39,9 +45,9 @@ export interface TokenUsage {
   completionTokens: number;
 }
 
-interface ReserveRow {
+interface GrowRow {
   item: number;
-  outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached';
+  outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached' | 'lease_gone' | 'lease_stale';
   hold_micros: string;
   allowance: string;
   capped: boolean;
@@ -50,29 +56,40 @@ interface ReserveRow {
   limit_remaining_micros: string | null;
   affordable_tokens: string;
   needed_micros: string;
+  lease_delta: string;
+  plenty: boolean;
 }
 
 interface SettleRow {
   item: number;
   charged: string;
+  /** How much the lease row shrank; null when the lease was gone. */
+  released: string | null;
 }
 
-/** One hold, as billing_reserve_batch reads it. */
-interface HoldItem {
+/** One lease grow, as billing_lease_grow_batch reads it. */
+interface GrowItem {
   account: string;
-  request: string;
+  lease: string;
+  known: boolean;
+  claimed: string;
   prompt: number;
   requested: number | null;
   max_output: number;
   in_picos: string;
   out_picos: string;
   ttl_ms: number;
+  spare: number;
+  plenty: number;
 }
 
-/** One settlement, as billing_settle_batch reads it, with the request's usage record unless written already. */
+/** One settlement, as billing_lease_settle_batch reads it, with the request's usage record unless written already. */
 interface SettleItem {
   account: string;
+  lease: string;
   request: string;
+  hold: string;
+  release_rest: boolean;
   prompt: number;
   completion: number;
   in_picos: string;
@@ -80,73 +97,139 @@ interface SettleItem {
   usage?: UsageRecordValues;
 }
 
-const RESERVE_BATCH = `SELECT * FROM billing_reserve_batch($1::jsonb)`;
+const GROW_BATCH = `SELECT * FROM billing_lease_grow_batch($1::jsonb)`;
 // One statement, so one round trip and one transaction: the charges and the requests' usage records.
-const SETTLE_BATCH = `WITH settled AS (SELECT item, charged FROM billing_settle_batch($1::jsonb)),
+const SETTLE_BATCH = `WITH settled AS (SELECT item, charged, released FROM billing_lease_settle_batch($1::jsonb)),
   recorded AS (${usageRecordInsert(
     's.usage',
     's.charged',
     `(SELECT settled.charged, $1::jsonb -> settled.item -> 'usage' AS usage FROM settled WHERE $1::jsonb -> settled.item ? 'usage') AS s`,
   )})
-  SELECT item, charged FROM settled`;
+  SELECT item, charged, released FROM settled`;
 /** Batches running at once per statement; more requests wait and share the next one. */
 const BATCHES_IN_FLIGHT = 1;
 const MAX_BATCH = 500;
+/** Spare room a grow adds to a lease, in holds of the request that asked… */
+const SPARE_HOLDS = 8;
+/** …only while the account could afford this many more such holds, so that near its limits one replica's lease never starves another. */
+const PLENTY_HOLDS = 100;
+/** How long requests are placed in a lease without asking the database again. */
+const LEASE_TERM_MS = 1000;
 
 /**
  * Prepaid chat billing (DESIGN.md section 6): a worst-case hold before the upstream call, the exact
- * charge after it. Each step is one SQL function call, shared by the requests that arrive together
- * (migration BillingBatches), so one round trip and one transaction; the invariants hold across
- * replicas because the functions lock the account rows.
+ * charge after it. Holds are placed in this replica's budget lease on the account (BudgetLease), a
+ * hold row that the database counts like any other: a request that fits in its free part needs no
+ * round trip; one that does not grows the lease by one SQL call, deciding affordability and the
+ * output cap exactly as a single hold would. Settlement charges the lease in one SQL call. Both calls
+ * are shared by the requests that arrive together (migrations BillingBatches, BillingLeases); the
+ * invariants hold across replicas because the functions lock the account rows. docs/billing.md
  */
 @Injectable()
-export class BillingService implements BeforeApplicationShutdown {
+export class BillingService {
   private readonly logger = new Logger(BillingService.name);
-  /** Holds of requests still running in this process, with their time-to-live, kept alive by the sweeper. */
-  private readonly live = new Map<string, number>();
+  /** This process's current lease per account. */
+  private readonly leases = new Map<string, BudgetLease>();
+  /** Leases whose row exists and has not been given back: kept alive by the sweeper. */
+  private readonly live = new Set<BudgetLease>();
   private readonly prices = new Map<string, TokenPrices>();
-  /** Settlements started after their response, awaited before the process stops. */
+  /** Settlements started after their response and lease returns, awaited before the process stops. */
   private readonly settling = new Set<Promise<void>>();
-  private readonly holds = this.batcher<HoldItem, ReserveRow>('billing_reserve_batch', RESERVE_BATCH);
-  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_settle_batch', SETTLE_BATCH);
+  private readonly grows = this.batcher<GrowItem, GrowRow>('billing_lease_grow_batch', GROW_BATCH);
+  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_lease_settle_batch', SETTLE_BATCH);
+  /** A lease outlives the longest upstream request by the configured margin. */
+  private readonly leaseTtlMs: number;
 
   constructor(
     @Inject(BILLING_POOL) private readonly db: Pool,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly usage: UsageService,
-  ) {}
+  ) {
+    const longestRequestMs = Math.max(60_000, ...Object.values(config.providers).map((p) => p.timeouts.request_ms));
+    this.leaseTtlMs = longestRequestMs + config.billing.hold_sweep_margin_s * 1000;
+  }
 
   async reserve(input: ReserveInput): Promise<Reservation> {
     const prices = this.pricesOf(input.model);
-    const ttlMs = this.holdTtlMs(input.model);
-    const row = await this.holds.submit({
-      account: input.accountId,
-      request: input.requestId,
-      prompt: input.promptTokens,
-      requested: input.requestedMaxTokens,
-      max_output: input.model.max_output_tokens ?? 1,
-      in_picos: prices.inputPicos.toString(),
-      out_picos: (prices.outputPicos * BigInt(input.choices ?? 1)).toString(),
-      ttl_ms: ttlMs,
-    });
-    if (row.outcome !== 'ok') throw declined(row, input);
-    this.live.set(input.requestId, ttlMs);
-    return {
-      requestId: input.requestId,
-      holdMicros: BigInt(row.hold_micros),
-      outputAllowance: Number(row.allowance),
-      capped: row.capped,
-      accountId: input.accountId,
-      prices,
-    };
+    const outputPicos = prices.outputPicos * BigInt(input.choices ?? 1);
+    const maxOutput = input.model.max_output_tokens ?? 1;
+    const worstCase = costMicros(input.promptTokens, input.requestedMaxTokens ?? maxOutput, prices.inputPicos, outputPicos);
+    for (;;) {
+      const lease = this.leaseOf(input.accountId);
+      if (lease.tryPlace(worstCase, Date.now())) {
+        const allowance = input.requestedMaxTokens ?? maxOutput;
+        return { requestId: input.requestId, holdMicros: worstCase, outputAllowance: allowance, capped: false, accountId: input.accountId, prices, lease, done: false };
+      }
+      // Claim the whole free part, so the database decides on what this lease still has plus the rest of the account.
+      const claimed = lease.free;
+      lease.used += claimed;
+      lease.growing++;
+      let row: GrowRow;
+      try {
+        row = await this.grows.submit({
+          account: input.accountId,
+          lease: lease.id,
+          known: lease.known,
+          claimed: claimed.toString(),
+          prompt: input.promptTokens,
+          requested: input.requestedMaxTokens,
+          max_output: maxOutput,
+          in_picos: prices.inputPicos.toString(),
+          out_picos: outputPicos.toString(),
+          ttl_ms: this.leaseTtlMs,
+          // One grow in flight per lease asks for spare room, so a burst does not pile it up.
+          spare: lease.growing === 1 ? SPARE_HOLDS : 0,
+          plenty: PLENTY_HOLDS,
+        });
+      } catch (err) {
+        lease.used -= claimed;
+        lease.growing--;
+        this.whenIdle(lease);
+        throw err;
+      }
+      lease.growing--;
+      if (row.outcome === 'lease_gone' || row.outcome === 'lease_stale') {
+        lease.used -= claimed;
+        if (row.outcome === 'lease_gone') this.lost(lease);
+        else this.retire(lease);
+        continue;
+      }
+      const delta = BigInt(row.lease_delta);
+      if (!lease.known && delta !== 0n) {
+        lease.known = true;
+        this.live.add(lease);
+      }
+      const hold = BigInt(row.hold_micros);
+      lease.size += delta;
+      lease.used += hold - claimed;
+      lease.tight = !row.plenty;
+      lease.lastUsedAt = Date.now();
+      if (row.outcome !== 'ok') {
+        this.whenIdle(lease);
+        throw declined(row, input);
+      }
+      lease.termEndsAt = lease.lastUsedAt + LEASE_TERM_MS;
+      return {
+        requestId: input.requestId,
+        holdMicros: hold,
+        outputAllowance: Number(row.allowance),
+        capped: row.capped,
+        accountId: input.accountId,
+        prices,
+        lease,
+        done: false,
+      };
+    }
   }
 
   /**
-   * Releases the hold and charges the actual cost (at most the hold), with its ledger entry and the
-   * request's usage record, in one transaction. Safe to call twice or after the sweeper took the hold.
+   * Charges the actual cost (at most the hold) to the lease, with its ledger entry and the request's
+   * usage record, in one transaction. Safe to call twice or after the lease was swept.
    */
   async settle(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): Promise<bigint> {
-    this.live.delete(reservation.requestId);
+    if (reservation.done) return 0n;
+    reservation.done = true;
+    const { lease } = reservation;
     if (req.usage) {
       req.usage.promptTokens = usage.promptTokens;
       req.usage.completionTokens = usage.completionTokens;
@@ -155,13 +238,18 @@ export class BillingService implements BeforeApplicationShutdown {
     try {
       const result = await this.settlements.submit({
         account: reservation.accountId,
+        lease: lease.id,
         request: reservation.requestId,
+        hold: reservation.holdMicros.toString(),
+        release_rest: lease.tight,
         prompt: usage.promptTokens,
         completion: usage.completionTokens,
         in_picos: reservation.prices.inputPicos.toString(),
         out_picos: reservation.prices.outputPicos.toString(),
         ...(row ? { usage: row } : {}),
       });
+      if (result.released === null) this.lost(lease);
+      else lease.size -= BigInt(result.released);
       const charged = BigInt(result.charged);
       if (row) this.usage.observeRecorded(req, status, charged);
       return charged;
@@ -169,48 +257,53 @@ export class BillingService implements BeforeApplicationShutdown {
       // Let the response-close hook write the usage record instead.
       if (req.usage) req.usage.recorded = false;
       throw err;
+    } finally {
+      this.free(reservation);
     }
   }
 
   /**
    * Settles without keeping the client waiting: the hold already bounds what the request can cost,
    * so the charge is committed right after the response has been sent. A settlement that fails
-   * leaves the hold to the sweeper (the request is then not charged) and the usage record to the
+   * leaves the request uncharged (its hold goes back to the lease) and the usage record to the
    * response's close hook.
    */
   settleAfterResponse(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): void {
-    const settlement = this.settle(reservation, req, usage, status).then(
-      () => undefined,
-      (err: Error) => {
-        this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${err.message}`);
-        this.usage.settlementAbandoned(req);
-      },
+    this.track(
+      this.settle(reservation, req, usage, status).then(
+        () => undefined,
+        (err: Error) => {
+          this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${(err as Error).message}`);
+          this.usage.settlementAbandoned(req);
+        },
+      ),
     );
-    this.settling.add(settlement);
-    void settlement.finally(() => this.settling.delete(settlement));
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  /** Gives the hold back to the lease without any charge (failed request). Idempotent. */
+  async release(reservation: Reservation): Promise<void> {
+    if (reservation.done) return;
+    reservation.done = true;
+    this.free(reservation);
+  }
+
+  /** After the HTTP server has closed: waits for pending settlements, then gives every lease back. */
+  async stop(): Promise<void> {
+    await Promise.all(this.settling);
+    for (const lease of [...this.leases.values()]) this.retire(lease);
     await Promise.all(this.settling);
   }
 
-  /** Gives the hold back without any charge (failed request). Idempotent. */
-  async release(reservation: Reservation): Promise<void> {
-    this.live.delete(reservation.requestId);
-    await this.db.query(`SELECT billing_release($1, $2)`, [reservation.accountId, reservation.requestId]);
-  }
-
-  /** Pushes back the expiry of this process's running holds, so only holds of dead processes expire. */
+  /** Pushes back the expiry of this process's leases, so only those of dead processes expire; notices swept ones. */
   async keepLiveHoldsAlive(): Promise<void> {
     if (this.live.size === 0) return;
-    const ids = [...this.live.keys()];
-    const ttls = [...this.live.values()];
-    await this.db.query(
-      `UPDATE holds h SET expires_at = now() + v.ttl_ms * interval '1 millisecond'
-         FROM unnest($1::text[], $2::integer[]) AS v(request_id, ttl_ms)
-        WHERE h.request_id = v.request_id`,
-      [ids, ttls],
+    const leases = [...this.live];
+    const { rows } = await this.db.query<{ request_id: string }>(
+      `UPDATE holds SET expires_at = now() + $2 * interval '1 millisecond' WHERE request_id = ANY($1::text[]) RETURNING request_id`,
+      [leases.map((l) => l.id), this.leaseTtlMs],
     );
+    const alive = new Set(rows.map((r) => r.request_id));
+    for (const lease of leases) if (!alive.has(lease.id) && this.live.has(lease)) this.lost(lease);
   }
 
   /** Releases expired holds (left by a crashed process); returns how many. Safe on several replicas at once. */
@@ -223,6 +316,77 @@ export class BillingService implements BeforeApplicationShutdown {
       total += row.n;
       if (row.n < batch) return total;
     }
+  }
+
+  private leaseOf(accountId: string): BudgetLease {
+    const month = monthKey();
+    let lease = this.leases.get(accountId);
+    if (lease && lease.month !== month) this.retire(lease);
+    if (!lease || lease.retired) {
+      lease = new BudgetLease(accountId, month);
+      this.leases.set(accountId, lease);
+    }
+    return lease;
+  }
+
+  /** The request's part of its lease is free again. */
+  private free(reservation: Reservation): void {
+    const { lease } = reservation;
+    lease.used -= reservation.holdMicros;
+    lease.lastUsedAt = Date.now();
+    this.whenIdle(lease);
+  }
+
+  /** An idle lease goes back to the account once nothing has used it for billing.lease_idle_ms (a retired one at once). */
+  private whenIdle(lease: BudgetLease): void {
+    if (!lease.idle) return;
+    const idleMs = this.config.billing.lease_idle_ms;
+    const wait = lease.retired ? 0 : lease.lastUsedAt + idleMs - Date.now();
+    if (wait <= 0) {
+      this.giveBack(lease);
+      return;
+    }
+    if (lease.idleTimer) return;
+    lease.idleTimer = setTimeout(() => {
+      lease.idleTimer = undefined;
+      this.whenIdle(lease);
+    }, wait);
+    lease.idleTimer.unref();
+  }
+
+  /** No new requests go to this lease; it is given back once its running requests are done. */
+  private retire(lease: BudgetLease): void {
+    this.detach(lease);
+    this.whenIdle(lease);
+  }
+
+  private detach(lease: BudgetLease): void {
+    lease.retired = true;
+    if (this.leases.get(lease.accountId) === lease) this.leases.delete(lease.accountId);
+  }
+
+  /** Its row was swept (the process stalled past its expiry): nothing to give back; its settlements go through billing_settle. */
+  private lost(lease: BudgetLease): void {
+    this.live.delete(lease);
+    this.retire(lease);
+  }
+
+  private giveBack(lease: BudgetLease): void {
+    this.detach(lease);
+    clearTimeout(lease.idleTimer);
+    if (!this.live.delete(lease)) return;
+    this.track(
+      this.db.query(`SELECT billing_release($1, $2)`, [lease.accountId, lease.id]).then(
+        () => undefined,
+        // Its row expires and the sweeper releases it.
+        (err: Error) => this.logger.error({ err }, `Could not give back budget lease ${lease.id}: ${err.message}`),
+      ),
+    );
+  }
+
+  private track(work: Promise<void>): void {
+    this.settling.add(work);
+    void work.finally(() => this.settling.delete(work));
   }
 
   /** Group commit over a batch function: it takes the items as JSON and its rows carry their item's position. */
@@ -248,15 +412,9 @@ export class BillingService implements BeforeApplicationShutdown {
     }
     return prices;
   }
-
-  /** A hold outlives its request's upstream timeout by the configured margin. */
-  private holdTtlMs(model: CatalogEntry): number {
-    const requestMs = this.config.providers[model.provider]?.timeouts.request_ms ?? 60_000;
-    return requestMs + this.config.billing.hold_sweep_margin_s * 1000;
-  }
 }
 
-function declined(row: ReserveRow, input: ReserveInput): GatewayError {
+function declined(row: GrowRow, input: ReserveInput): GatewayError {
   const tokens = Number(row.affordable_tokens);
   const ask =
     input.requestedMaxTokens === null

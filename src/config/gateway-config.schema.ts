@@ -93,6 +93,8 @@ export class BillingConfig {
   /** A hold whose request died with its process is released this long after the upstream timeout. */
   @IsInt() @Min(1) hold_sweep_margin_s = 60;
   @IsInt() @Min(1) hold_sweep_interval_s = 30;
+  /** A replica gives an account's budget lease back after this long without a request (docs/billing.md). */
+  @IsInt() @Min(1) @Max(60_000) lease_idle_ms = 1000;
 }
 
 export class GatewayConfig {

@@ -38,6 +38,8 @@ export function defaultRawConfig(): RawConfig {
 /** Boots the real gateway (same factory as production) on a random port against the run's database. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const raw = defaultRawConfig();
+  // Idle budget leases go back quickly, so that tests see an account's holds settle to zero soon.
+  raw.billing = { ...(raw.billing as object), lease_idle_ms: 100 };
   options.config?.(raw);
   const config = validateGatewayConfig(raw, 'test config');
   const env: Env = {
