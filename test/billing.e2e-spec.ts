@@ -289,6 +289,53 @@ describe('BillingService against PostgreSQL', () => {
     expect(state.ledgerSum).toBe(state.balance);
   });
 
+  it('places a request that fits in the budget lease without growing it, and grows it for one that does not', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
+    const first = await reserve(accountId, 100, 100); // 1125, plus 8 × 1125 spare
+    expect(await money(accountId)).toMatchObject({ reserved: 9n * 1125n, holds: 1 });
+    const placed = await Promise.all(Array.from({ length: 8 }, () => reserve(accountId, 100, 100)));
+    expect(placed.every((r) => r.lease === first.lease && r.holdMicros === 1125n)).toBe(true);
+    expect(await money(accountId)).toMatchObject({ reserved: 9n * 1125n, holds: 1 });
+    // The lease is full: the next one claims nothing and grows it by its hold and new spare room.
+    const grown = await reserve(accountId, 100, 100);
+    expect(grown.lease).toBe(first.lease);
+    expect(await money(accountId)).toMatchObject({ reserved: 18n * 1125n, holds: 1 });
+    await Promise.all([first, ...placed, grown].map((r) => billing.release(r)));
+    expect(await moneyAtRest(accountId)).toMatchObject({ balance: 1_000_000_000n, reserved: 0n, held: 0n, holds: 0 });
+  });
+
+  it('asks the database again once the lease term ends, so a lowered monthly limit applies within a second', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
+    const first = await reserve(accountId, 100, 100);
+    expect((await admin.request('PUT', `/accounts/${accountId}/spending-limit`, { monthly_limit_usd: '0.001' })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await expect(reserve(accountId, 100, 100)).rejects.toMatchObject({ code: 'monthly_limit_reached' });
+    await billing.release(first);
+  });
+
+  it('starts a new lease when the current one is from last month, and gives the old one back', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
+    const first = await reserve(accountId, 100, 100);
+    await billing.release(first);
+    // As if the month had turned since the lease was taken: its row and its held amount belong to last month.
+    const now = new Date();
+    const lastMonth = monthKey(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15)));
+    await db.transaction(async (m) => {
+      await m.query(`UPDATE holds SET month = $2 WHERE account_id = $1`, [accountId, lastMonth]);
+      await m.query(`UPDATE monthly_counters SET held_micros = 0 WHERE account_id = $1`, [accountId]);
+      await m.query(`INSERT INTO monthly_counters (account_id, month, held_micros) VALUES ($1, $2, $3)`, [accountId, lastMonth, 9 * 1125]);
+    });
+    const next = await reserve(accountId, 100, 100_000); // does not fit: asks the database
+    expect(next.lease).not.toBe(first.lease);
+    await billing.release(next);
+    await moneyAtRest(accountId);
+    const counters = await db.query(`SELECT month::text, held_micros FROM monthly_counters WHERE account_id = $1 ORDER BY month`, [accountId]);
+    expect(counters).toEqual([
+      { month: lastMonth, held_micros: '0' },
+      { month: monthKey(), held_micros: '0' },
+    ]);
+  });
+
   it('never lets concurrent reservations exceed the monthly limit', async () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '10', monthlyLimitUsd: '0.0225' });
     const results = await Promise.allSettled(Array.from({ length: 100 }, () => reserve(accountId, 100, 100)));
@@ -307,6 +354,25 @@ describe('BillingService on two app instances sharing one database', () => {
     [a, b] = await Promise.all([startTestApp({ config: addModel }), startTestApp({ config: addModel })]);
   });
   afterAll(() => Promise.all([a.close(), b.close()]));
+
+  it("never loses credits in a replica's spare room: what a burst could not use there, that replica's next requests get", async () => {
+    // 120 holds of 1125; each replica's first grow takes 8 holds of spare room (119 ≥ 100 more affordable), later ones none.
+    const { accountId } = await new AdminClient(a.url).createAccount({ creditsUsd: '0.135' });
+    const model = a.config.catalog.find((m) => m.id === MODEL.id)!;
+    const [onA, onB] = [a.app.get(BillingService), b.app.get(BillingService)];
+    const reserveOn = (service: BillingService) =>
+      service.reserve({ accountId, requestId: `req_${randomUUID()}`, model, promptTokens: 100, requestedMaxTokens: 100 });
+    const burst = await Promise.allSettled([...Array.from({ length: 60 }, () => reserveOn(onA)), ...Array.from({ length: 60 }, () => reserveOn(onB))]);
+    let granted = burst.filter((r) => r.status === 'fulfilled').length;
+    // The burst was queued before either spare room existed: at most 8 holds on each replica went unused.
+    expect(granted).toBeGreaterThanOrEqual(120 - 2 * 8);
+    for (const service of [onA, onB]) {
+      while (await reserveOn(service).then(() => true, () => false)) granted++;
+    }
+    expect(granted).toBe(120);
+    const [account] = await a.app.get(DataSource).query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
+    expect(account).toEqual({ balance_micros: '135000', reserved_micros: '135000' });
+  });
 
   it('never holds more than the balance when both replicas reserve at once', async () => {
     const { accountId } = await new AdminClient(a.url).createAccount({ creditsUsd: '0.0225' });
@@ -401,6 +467,12 @@ describe('HoldSweeper', () => {
     expect(cost).toBe(500n); // 2000 − 1500 still free, not the full 1125
     const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
     expect(account).toEqual({ balance_micros: '1500', reserved_micros: '1500' });
+    // The next request does not trust the swept lease: it gets a new one.
+    await db.query(`SELECT billing_release(account_id, request_id) FROM holds WHERE account_id = $1`, [accountId]);
+    const next = await billing.reserve({ accountId, requestId: `req_${randomUUID()}`, model, promptTokens: 100, requestedMaxTokens: 100 });
+    expect(next.lease).not.toBe(reservation.lease);
+    expect(await db.query(`SELECT amount_micros FROM holds WHERE account_id = $1`, [accountId])).toEqual([{ amount_micros: '1125' }]);
+    await billing.release(next);
   });
 });
 
