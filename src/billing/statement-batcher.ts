@@ -13,19 +13,35 @@ interface Pending<I, O> {
 export class StatementBatcher<I, O> {
   private readonly queue: Pending<I, O>[] = [];
   private inFlight = 0;
+  private lingering: NodeJS.Timeout | undefined;
 
-  /** `execute` returns one result per item, in the items' order. */
+  /**
+   * `execute` returns one result per item, in the items' order. With `lingerMs`, an item that would
+   * start a call alone waits that long for company (for work off the request path: fewer, larger calls).
+   */
   constructor(
     private readonly execute: (items: I[]) => Promise<O[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
+    private readonly lingerMs = 0,
   ) {}
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      this.drain();
+      this.schedule();
     });
+  }
+
+  private schedule(): void {
+    if (this.lingerMs === 0 || this.queue.length >= this.maxBatch) {
+      this.drain();
+      return;
+    }
+    this.lingering ??= setTimeout(() => {
+      this.lingering = undefined;
+      this.drain();
+    }, this.lingerMs);
   }
 
   private drain(): void {
@@ -34,7 +50,7 @@ export class StatementBatcher<I, O> {
       this.inFlight++;
       void this.run(batch).finally(() => {
         this.inFlight--;
-        this.drain();
+        if (this.queue.length > 0) this.schedule();
       });
     }
   }
