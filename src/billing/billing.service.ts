@@ -113,12 +113,6 @@ const MAX_BATCH = 500;
 const SPARE_HOLDS = 8;
 /** …only while the account could afford this many more such holds, so that near its limits one replica's lease never starves another. */
 const PLENTY_HOLDS = 100;
-/**
- * Settlements are off the request path and their holds bound the cost meanwhile: a lone one waits
- * this long so that those of the next requests share its call (one round trip and commit per several
- * requests even for a client that sends one request at a time).
- */
-const SETTLE_LINGER_MS = 10;
 /** How long requests are placed in a lease without asking the database again. */
 const LEASE_TERM_MS = 1000;
 
@@ -142,7 +136,7 @@ export class BillingService {
   /** Settlements started after their response and lease returns, awaited before the process stops. */
   private readonly settling = new Set<Promise<void>>();
   private readonly grows = this.batcher<GrowItem, GrowRow>('billing_lease_grow_batch', GROW_BATCH);
-  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_lease_settle_batch', SETTLE_BATCH, SETTLE_LINGER_MS);
+  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_lease_settle_batch', SETTLE_BATCH);
   /** A lease outlives the longest upstream request by the configured margin. */
   private readonly leaseTtlMs: number;
 
@@ -396,7 +390,7 @@ export class BillingService {
   }
 
   /** Group commit over a batch function: it takes the items as JSON and its rows carry their item's position. */
-  private batcher<I, R extends { item: number }>(name: string, text: string, lingerMs = 0): StatementBatcher<I, R> {
+  private batcher<I, R extends { item: number }>(name: string, text: string): StatementBatcher<I, R> {
     return new StatementBatcher<I, R>(
       async (items) => {
         // Named: prepared once per connection, so each call skips parsing and planning.
@@ -407,7 +401,6 @@ export class BillingService {
       },
       BATCHES_IN_FLIGHT,
       MAX_BATCH,
-      lingerMs,
     );
   }
 

@@ -54,31 +54,4 @@ describe('StatementBatcher', () => {
     calls.slice(2).forEach((c) => c.finish());
     await expect(Promise.all(rest)).resolves.toEqual(['r2', 'bad batch 3', 'r4']);
   });
-
-  it('with a linger, lets a lone item wait for company, also after a call (unless the batch is full)', async () => {
-    jest.useFakeTimers();
-    try {
-      const { calls, execute } = recordingExecute();
-      const batcher = new StatementBatcher(execute, 1, 3, 10);
-      const firstTwo = [1, 2].map((i) => batcher.submit(i));
-      jest.advanceTimersByTime(9);
-      expect(calls).toHaveLength(0);
-      jest.advanceTimersByTime(1);
-      expect(calls.map((c) => c.items)).toEqual([[1, 2]]);
-      const next = batcher.submit(3);
-      calls[0].finish();
-      await expect(Promise.all(firstTwo)).resolves.toEqual(['r1', 'r2']);
-      expect(calls).toHaveLength(1);
-      jest.advanceTimersByTime(10);
-      expect(calls.map((c) => c.items)).toEqual([[1, 2], [3]]);
-      calls[1].finish();
-      await expect(next).resolves.toBe('r3');
-      const full = [4, 5, 6].map((i) => batcher.submit(i));
-      expect(calls.map((c) => c.items)).toEqual([[1, 2], [3], [4, 5, 6]]);
-      calls[2].finish();
-      await expect(Promise.all(full)).resolves.toEqual(['r4', 'r5', 'r6']);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
 });

@@ -13,35 +13,19 @@ interface Pending<I, O> {
 export class StatementBatcher<I, O> {
   private readonly queue: Pending<I, O>[] = [];
   private inFlight = 0;
-  private lingering: NodeJS.Timeout | undefined;
 
-  /**
-   * `execute` returns one result per item, in the items' order. With `lingerMs`, an item that would
-   * start a call alone waits that long for company (for work off the request path: fewer, larger calls).
-   */
+  /** `execute` returns one result per item, in the items' order. */
   constructor(
     private readonly execute: (items: I[]) => Promise<O[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
-    private readonly lingerMs = 0,
   ) {}
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      this.schedule();
+      this.drain();
     });
-  }
-
-  private schedule(): void {
-    if (this.lingerMs === 0 || this.queue.length >= this.maxBatch) {
-      this.drain();
-      return;
-    }
-    this.lingering ??= setTimeout(() => {
-      this.lingering = undefined;
-      this.drain();
-    }, this.lingerMs);
   }
 
   private drain(): void {
@@ -50,7 +34,7 @@ export class StatementBatcher<I, O> {
       this.inFlight++;
       void this.run(batch).finally(() => {
         this.inFlight--;
-        if (this.queue.length > 0) this.schedule();
+        this.drain();
       });
     }
   }
