@@ -142,10 +142,10 @@ describe('chat billing', () => {
       expect(r.reason.code).toBe('monthly_limit_reached');
     }
     expect(fake.requests).toHaveLength(ok.length);
+    const money = await moneyOf(db, accountId);
     const account = await admin.account(accountId);
     expect(usdToMicros(account.month_spend_usd)).toBe(perRequest * BigInt(ok.length));
     expect(usdToMicros(account.month_spend_usd)! <= limit).toBe(true);
-    const money = await moneyOf(db, accountId);
     expect(money.balance).toBe(100_000_000n - perRequest * BigInt(ok.length));
     expect(money.ledgerSum).toBe(money.balance);
   });
@@ -160,6 +160,7 @@ describe('chat billing', () => {
     const res = await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 });
     expect(res.usage?.completion_tokens).toBe(100);
     expect(fake.requests).toHaveLength(1);
+    await moneyOf(db, accountId); // settled
     expect(usdToMicros((await admin.account(accountId)).month_spend_usd)).toBe(costMicros(PRICED, 10, 100));
   });
 
@@ -286,6 +287,7 @@ describe('chat billing across two app instances on one database', () => {
     expect(ok).toBeLessThanOrEqual(20);
     expect(reasons.every((e) => e.status === 402 && e.code === 'monthly_limit_reached')).toBe(true);
     expect(fake.requests).toHaveLength(ok);
+    expect(await moneyOf(a.app.get(DataSource), accountId)).toMatchObject({ reserved: 0n, openHolds: 0 });
     const account = await new AdminClient(a.url).account(accountId);
     expect(usdToMicros(account.month_spend_usd)).toBe(perRequest * BigInt(ok));
   });
