@@ -15,6 +15,15 @@ export class BillingLeases1763900000000 implements MigrationInterface {
   name = 'BillingLeases1763900000000';
 
   async up(q: QueryRunner): Promise<void> {
+    // The existing lease rows of a batch's items, locked first (ascending id) as every hold writer does.
+    await q.query(`
+      CREATE FUNCTION billing_lock_leases(p_items jsonb) RETURNS TABLE (lease text, month date)
+      LANGUAGE sql AS $$
+        SELECT h.request_id, h.month FROM holds h
+         WHERE h.request_id IN (SELECT e.v->>'lease' FROM jsonb_array_elements(p_items) AS e(v))
+         ORDER BY h.id FOR UPDATE
+      $$`);
+
     // Items: account, lease, known (its row was created), claimed (the lease's free part, given up to
     // this request), prompt, requested, max_output, in_picos, out_picos, ttl_ms, spare (holds of spare
     // room wanted), plenty (spare room only while the account could still afford this many such holds).
@@ -35,10 +44,8 @@ export class BillingLeases1763900000000 implements MigrationInterface {
         v_claimed bigint; v_plenty boolean; v_delta bigint;
         v_grown text[] := '{}'; v_deltas bigint[] := '{}'; v_accounts uuid[] := '{}'; v_expiries timestamptz[] := '{}';
       BEGIN
-        SELECT COALESCE(array_agg(l.request_id), '{}'), COALESCE(array_agg(l.month), '{}') INTO v_leases, v_lease_months
-          FROM (SELECT h.request_id, h.month FROM holds h
-                 WHERE h.request_id IN (SELECT e.v->>'lease' FROM jsonb_array_elements(p_items) AS e(v))
-                 ORDER BY h.id FOR UPDATE) l;
+        SELECT COALESCE(array_agg(l.lease), '{}'), COALESCE(array_agg(l.month), '{}') INTO v_leases, v_lease_months
+          FROM billing_lock_leases(p_items) l;
 
         FOR r IN
           SELECT (e.ord - 1)::integer AS i, (e.v->>'account')::uuid AS account, e.v, l.month AS lease_month
@@ -130,10 +137,8 @@ export class BillingLeases1763900000000 implements MigrationInterface {
         v_ledger_requests text[]; v_ledger_amounts bigint[]; v_ledger_balances bigint[];
         v_shrunk text[] := '{}'; v_shrinks bigint[] := '{}';
       BEGIN
-        SELECT COALESCE(array_agg(l.request_id), '{}'), COALESCE(array_agg(l.month), '{}') INTO v_leases, v_lease_months
-          FROM (SELECT h.request_id, h.month FROM holds h
-                 WHERE h.request_id IN (SELECT e.v->>'lease' FROM jsonb_array_elements(p_items) AS e(v))
-                 ORDER BY h.id FOR UPDATE) l;
+        SELECT COALESCE(array_agg(l.lease), '{}'), COALESCE(array_agg(l.month), '{}') INTO v_leases, v_lease_months
+          FROM billing_lock_leases(p_items) l;
 
         FOR r IN
           SELECT (e.ord - 1)::integer AS i, (e.v->>'account')::uuid AS account, e.v->>'request' AS request,
@@ -203,6 +208,7 @@ export class BillingLeases1763900000000 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP FUNCTION IF EXISTS billing_lease_settle_batch(jsonb)`);
     await q.query(`DROP FUNCTION IF EXISTS billing_lease_grow_batch(jsonb)`);
+    await q.query(`DROP FUNCTION IF EXISTS billing_lock_leases(jsonb)`);
     // The previous migration's functions as it left them, the per-request batch functions included.
     const previous = new BillingBatches1763890000000();
     await previous.down(q);
