@@ -154,12 +154,19 @@ export class BillingService {
     const outputPicos = prices.outputPicos * BigInt(input.choices ?? 1);
     const maxOutput = input.model.max_output_tokens ?? 1;
     const worstCase = costMicros(input.promptTokens, input.requestedMaxTokens ?? maxOutput, prices.inputPicos, outputPicos);
+    const held = (lease: BudgetLease, holdMicros: bigint, outputAllowance: number, capped: boolean): Reservation => ({
+      requestId: input.requestId,
+      holdMicros,
+      outputAllowance,
+      capped,
+      accountId: input.accountId,
+      prices,
+      lease,
+      done: false,
+    });
     for (;;) {
       const lease = this.leaseOf(input.accountId);
-      if (lease.tryPlace(worstCase, Date.now())) {
-        const allowance = input.requestedMaxTokens ?? maxOutput;
-        return { requestId: input.requestId, holdMicros: worstCase, outputAllowance: allowance, capped: false, accountId: input.accountId, prices, lease, done: false };
-      }
+      if (lease.tryPlace(worstCase, Date.now())) return held(lease, worstCase, input.requestedMaxTokens ?? maxOutput, false);
       // Claim the whole free part, so the database decides on what this lease still has plus the rest of the account.
       const claimed = lease.free;
       lease.used += claimed;
@@ -209,16 +216,7 @@ export class BillingService {
         throw declined(row, input);
       }
       lease.termEndsAt = lease.lastUsedAt + LEASE_TERM_MS;
-      return {
-        requestId: input.requestId,
-        holdMicros: hold,
-        outputAllowance: Number(row.allowance),
-        capped: row.capped,
-        accountId: input.accountId,
-        prices,
-        lease,
-        done: false,
-      };
+      return held(lease, hold, Number(row.allowance), row.capped);
     }
   }
 
@@ -273,7 +271,7 @@ export class BillingService {
       this.settle(reservation, req, usage, status).then(
         () => undefined,
         (err: Error) => {
-          this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${(err as Error).message}`);
+          this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${err.message}`);
           this.usage.settlementAbandoned(req);
         },
       ),
