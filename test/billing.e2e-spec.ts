@@ -304,6 +304,23 @@ describe('BillingService against PostgreSQL', () => {
     expect(await moneyAtRest(accountId)).toMatchObject({ balance: 1_000_000_000n, reserved: 0n, held: 0n, holds: 0 });
   });
 
+  it('gives the uncharged rest of a settling hold to the lease at once, while the settlement waits for company', async () => {
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1000' });
+    const first = await reserve(accountId, 100, 100); // 1125, plus 8 × 1125 spare
+    const held = [first, ...(await Promise.all(Array.from({ length: 8 }, () => reserve(accountId, 100, 100))))]; // the lease, full
+    expect(await money(accountId)).toMatchObject({ reserved: 9n * 1125n, holds: 1 });
+    // 125 + 10 × 10 = 225 charged; the other 900 of its hold is free room in the lease before the charge commits.
+    billing.settleAfterResponse(held[0], fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+    const next = await reserve(accountId, 100, 50); // 125 + 500 = 625
+    expect(next.lease).toBe(held[0].lease);
+    await waitFor(async () => (await money(accountId)).balance === 1_000_000_000n - 225n, 2000);
+    expect(await money(accountId)).toMatchObject({ reserved: 9n * 1125n - 225n, spend: 225n, holds: 1 });
+    await Promise.all([...held.slice(1), next].map((r) => billing.release(r)));
+    const state = await moneyAtRest(accountId);
+    expect(state).toMatchObject({ balance: 1_000_000_000n - 225n, reserved: 0n, held: 0n, holds: 0 });
+    expect(state.ledgerSum).toBe(state.balance);
+  });
+
   it('asks the database again once the lease term ends, so a lowered monthly limit applies within a second', async () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
     const first = await reserve(accountId, 100, 100);

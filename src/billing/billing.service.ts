@@ -136,7 +136,7 @@ export class BillingService {
   /** Settlements started after their response and lease returns, awaited before the process stops. */
   private readonly settling = new Set<Promise<void>>();
   private readonly grows = this.batcher<GrowItem, GrowRow>('billing_lease_grow_batch', GROW_BATCH);
-  private readonly settlements = this.batcher<SettleItem, SettleRow>('billing_lease_settle_batch', SETTLE_BATCH);
+  private readonly settlements: StatementBatcher<SettleItem, SettleRow>;
   /** A lease outlives the longest upstream request by the configured margin. */
   private readonly leaseTtlMs: number;
 
@@ -147,6 +147,7 @@ export class BillingService {
   ) {
     const longestRequestMs = Math.max(60_000, ...Object.values(config.providers).map((p) => p.timeouts.request_ms));
     this.leaseTtlMs = longestRequestMs + config.billing.hold_sweep_margin_s * 1000;
+    this.settlements = this.batcher('billing_lease_settle_batch', SETTLE_BATCH, config.billing.settlement_linger_ms);
   }
 
   async reserve(input: ReserveInput): Promise<Reservation> {
@@ -222,30 +223,40 @@ export class BillingService {
 
   /**
    * Charges the actual cost (at most the hold) to the lease, with its ledger entry and the request's
-   * usage record, in one transaction. Safe to call twice or after the lease was swept.
+   * usage record, in one transaction. Safe to call twice or after the lease was swept. `linger`: nobody
+   * waits for the answer, so the statement may wait billing.settlement_linger_ms to share its call.
    */
-  async settle(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): Promise<bigint> {
+  async settle(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number, linger = false): Promise<bigint> {
     if (reservation.done) return 0n;
     reservation.done = true;
-    const { lease } = reservation;
+    const { lease, holdMicros, prices } = reservation;
     if (req.usage) {
       req.usage.promptTokens = usage.promptTokens;
       req.usage.completionTokens = usage.completionTokens;
     }
     const row = this.usage.claimRow(req, status);
+    const releaseRest = lease.tight;
+    // Unless the rest goes back to the account, the settlement shrinks the lease row by the charge
+    // alone: the rest of the hold is the lease's free room already, while the statement is pending.
+    const charge = min(costMicros(usage.promptTokens, usage.completionTokens, prices.inputPicos, prices.outputPicos), holdMicros);
+    const pending = releaseRest ? holdMicros : charge;
+    this.free(lease, holdMicros - pending);
     try {
-      const result = await this.settlements.submit({
-        account: reservation.accountId,
-        lease: lease.id,
-        request: reservation.requestId,
-        hold: reservation.holdMicros.toString(),
-        release_rest: lease.tight,
-        prompt: usage.promptTokens,
-        completion: usage.completionTokens,
-        in_picos: reservation.prices.inputPicos.toString(),
-        out_picos: reservation.prices.outputPicos.toString(),
-        ...(row ? { usage: row } : {}),
-      });
+      const result = await this.settlements.submit(
+        {
+          account: reservation.accountId,
+          lease: lease.id,
+          request: reservation.requestId,
+          hold: holdMicros.toString(),
+          release_rest: releaseRest,
+          prompt: usage.promptTokens,
+          completion: usage.completionTokens,
+          in_picos: prices.inputPicos.toString(),
+          out_picos: prices.outputPicos.toString(),
+          ...(row ? { usage: row } : {}),
+        },
+        linger && !releaseRest,
+      );
       if (result.released === null) this.lost(lease);
       else lease.size -= BigInt(result.released);
       const charged = BigInt(result.charged);
@@ -256,7 +267,7 @@ export class BillingService {
       if (req.usage) req.usage.recorded = false;
       throw err;
     } finally {
-      this.free(reservation);
+      this.free(lease, pending);
     }
   }
 
@@ -268,7 +279,7 @@ export class BillingService {
    */
   settleAfterResponse(reservation: Reservation, req: GatewayRequest, usage: TokenUsage, status: number): void {
     this.track(
-      this.settle(reservation, req, usage, status).then(
+      this.settle(reservation, req, usage, status, true).then(
         () => undefined,
         (err: Error) => {
           this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${err.message}`);
@@ -282,11 +293,12 @@ export class BillingService {
   async release(reservation: Reservation): Promise<void> {
     if (reservation.done) return;
     reservation.done = true;
-    this.free(reservation);
+    this.free(reservation.lease, reservation.holdMicros);
   }
 
   /** After the HTTP server has closed: waits for pending settlements, then gives every lease back. */
   async stop(): Promise<void> {
+    this.settlements.flush();
     await Promise.all(this.settling);
     for (const lease of [...this.leases.values()]) this.retire(lease);
     await Promise.all(this.settling);
@@ -327,10 +339,10 @@ export class BillingService {
     return lease;
   }
 
-  /** The request's part of its lease is free again. */
-  private free(reservation: Reservation): void {
-    const { lease } = reservation;
-    lease.used -= reservation.holdMicros;
+  /** A request's part of its lease is free again. */
+  private free(lease: BudgetLease, micros: bigint): void {
+    if (micros === 0n) return;
+    lease.used -= micros;
     lease.lastUsedAt = Date.now();
     this.whenIdle(lease);
   }
@@ -388,7 +400,7 @@ export class BillingService {
   }
 
   /** Group commit over a batch function: it takes the items as JSON and its rows carry their item's position. */
-  private batcher<I, R extends { item: number }>(name: string, text: string): StatementBatcher<I, R> {
+  private batcher<I, R extends { item: number }>(name: string, text: string, lingerMs = 0): StatementBatcher<I, R> {
     return new StatementBatcher<I, R>(
       async (items) => {
         // Named: prepared once per connection, so each call skips parsing and planning.
@@ -399,6 +411,7 @@ export class BillingService {
       },
       BATCHES_IN_FLIGHT,
       MAX_BATCH,
+      lingerMs,
     );
   }
 
@@ -432,6 +445,10 @@ function declined(row: GrowRow, input: ReserveInput): GatewayError {
     `Insufficient credits: ${usd(row.available_micros)} available, but ${ask}; ${affordable}. ` +
       `Top up credits${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
   );
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
 }
 
 function usd(micros: string): string {

@@ -54,4 +54,45 @@ describe('StatementBatcher', () => {
     calls.slice(2).forEach((c) => c.finish());
     await expect(Promise.all(rest)).resolves.toEqual(['r2', 'bad batch 3', 'r4']);
   });
+
+  it('lets an item linger for company up to lingerMs, and sends it with the others then', async () => {
+    jest.useFakeTimers();
+    try {
+      const { calls, execute } = recordingExecute();
+      const batcher = new StatementBatcher(execute, 1, 100, 10);
+      const lingering = [1, 2].map((i) => batcher.submit(i, true));
+      jest.advanceTimersByTime(9);
+      expect(calls).toHaveLength(0);
+      const third = batcher.submit(3, true);
+      jest.advanceTimersByTime(1);
+      expect(calls.map((c) => c.items)).toEqual([[1, 2, 3]]);
+      calls[0].finish();
+      await expect(Promise.all([...lingering, third])).resolves.toEqual(['r1', 'r2', 'r3']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('sends lingering items at once with an item that does not linger, or on flush', async () => {
+    jest.useFakeTimers();
+    try {
+      const { calls, execute } = recordingExecute();
+      const batcher = new StatementBatcher(execute, 1, 100, 10);
+      const first = batcher.submit(1, true);
+      const urgent = batcher.submit(2);
+      expect(calls.map((c) => c.items)).toEqual([[1, 2]]);
+      calls[0].finish();
+      await expect(Promise.all([first, urgent])).resolves.toEqual(['r1', 'r2']);
+
+      const later = batcher.submit(3, true);
+      expect(calls).toHaveLength(1);
+      batcher.flush();
+      expect(calls.map((c) => c.items)).toEqual([[1, 2], [3]]);
+      calls[1].finish();
+      await expect(later).resolves.toBe('r3');
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

@@ -95,6 +95,8 @@ export class BillingConfig {
   @IsInt() @Min(1) hold_sweep_interval_s = 30;
   /** A replica gives an account's budget lease back after this long without a request (docs/billing.md). */
   @IsInt() @Min(1) @Max(60_000) lease_idle_ms = 1000;
+  /** A settlement nobody waits for waits up to this long to share its database call with others (docs/billing.md). */
+  @IsInt() @Min(0) @Max(1000) settlement_linger_ms = 10;
 }
 
 export class GatewayConfig {
