@@ -3,6 +3,7 @@ import { ThrottlerStorage } from '@nestjs/throttler';
 import { once } from 'node:events';
 import OpenAI from 'openai';
 import { AdminClient } from './support/admin-client';
+import { moneyOf, postChat, PricedModel, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
 const LIMIT = 5;
@@ -88,6 +89,37 @@ describe('chat burst limit per account (in-process counters)', () => {
       const res = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(200);
     }
+  });
+});
+
+describe('chat burst limit before every later check', () => {
+  const MODEL: PricedModel = { id: 'burst-model', input: 1, output: 1, maxOutput: 100 };
+  const suite = useGatewayWithFake((url) => (raw) => {
+    withFakeProvider(url, [MODEL])(raw);
+    burst(60)(raw);
+  });
+  beforeEach(() => suite.fake.resetState());
+
+  it('answers 429 over the burst even to a request that is invalid or unaffordable, never calling the model or charging', async () => {
+    const { fake, gw, admin, db } = suite;
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '0.001' });
+    const valid = { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 };
+    for (let i = 0; i < LIMIT; i++) expect((await postChat(gw, key, valid)).status).toBe(200);
+    const calls = fake.requests.length;
+    const { balance } = await moneyOf(db, accountId);
+
+    await expectRateLimited(await postChat(gw, key, valid));
+    await expectRateLimited(await postChat(gw, key, '{"model": "burst-model", "messages": ['));
+    await expectRateLimited(await postChat(gw, key, { model: MODEL.id }));
+    await expectRateLimited(await postChat(gw, key, { model: 'no-such-model', messages: valid.messages }));
+    // 0.001 USD cannot cover a million output tokens: a 402 below the limit, a 429 over it.
+    await expectRateLimited(await postChat(gw, key, { ...valid, max_tokens: 1_000_000 }));
+
+    expect(fake.requests).toHaveLength(calls);
+    expect(await moneyOf(db, accountId)).toMatchObject({ balance, reserved: 0n, openHolds: 0 });
+    const rows = await waitForUsageRows(db, accountId, LIMIT + 5);
+    expect(rows.filter((r) => r.status === 429)).toHaveLength(5);
+    expect(rows.filter((r) => r.status === 429).every((r) => r.error_code === 'rate_limit_exceeded' && r.cost_micros === '0')).toBe(true);
   });
 });
 

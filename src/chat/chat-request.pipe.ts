@@ -34,7 +34,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
     if (model.kind !== 'chat') {
       throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
     }
-    const dto = plainToInstance(ChatCompletionRequestDto, fields);
+    const dto = plainToInstance(ChatCompletionRequestDto, validatedPart(fields));
     const [problem] = validateSync(dto, { forbidUnknownValues: false });
     if (problem) {
       const { path, message } = firstConstraint(problem);
@@ -49,6 +49,23 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
       choices: dto.n ?? 1,
     };
   }
+}
+
+const VALIDATED_FIELDS = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n'] as const;
+
+/**
+ * What the DTO checks, and nothing else: the rest of the body (tools, response formats, message
+ * contents: often most of it) passes through to the upstream without being copied into DTO objects.
+ */
+function validatedPart(fields: Record<string, unknown>): Record<string, unknown> {
+  const part: Record<string, unknown> = {};
+  for (const name of VALIDATED_FIELDS) if (fields[name] !== undefined) part[name] = fields[name];
+  if (Array.isArray(part.messages)) part.messages = part.messages.map((m: unknown) => (isObject(m) ? { role: m.role } : m));
+  return part;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function firstConstraint(error: ValidationError, parent = ''): { path: string; message: string } {

@@ -38,9 +38,10 @@ describe(AccountThrottlerGuard.name, () => {
     expect(third.headers['Retry-After']).toBeGreaterThanOrEqual(1);
   });
 
-  it('gives every account its own budget, even from the same IP', async () => {
+  it('gives every account its own budget, even from the same IP, under a key that names the account', async () => {
     for (let i = 0; i < 2; i++) await sut.canActivate(context('acc-1').ctx);
     await expect(sut.canActivate(context('acc-2').ctx)).resolves.toBe(true);
+    expect([...storage.storage.keys()]).toEqual(['ChatControllerStub.create:default:account:acc-1', 'ChatControllerStub.create:default:account:acc-2']);
   });
 
   it('lets requests through when the Redis counter store is unreachable', async () => {

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
 import { GatewayRequest } from '../http/gateway-request';
 
@@ -14,6 +14,11 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
     const accountId = (req as unknown as GatewayRequest).auth?.accountId;
     // Unreachable behind ApiKeyGuard; kept so a misconfigured route never shares one global bucket.
     return accountId ? `account:${accountId}` : `ip:${String((req as unknown as GatewayRequest).ip)}`;
+  }
+
+  /** The counter's key as it is, not hashed: one hash less per request, and an operator can read whose counter it is. */
+  protected generateKey(context: ExecutionContext, tracker: string, throttlerName: string): string {
+    return `${context.getClass().name}.${context.getHandler().name}:${throttlerName}:${tracker}`;
   }
 
   /** A counter store outage (Redis down) lets requests through rather than failing every chat call. */
