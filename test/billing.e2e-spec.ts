@@ -321,6 +321,20 @@ describe('BillingService against PostgreSQL', () => {
     expect(state.ledgerSum).toBe(state.balance);
   });
 
+  it('decides again once its own pending settlements have committed, before declining a one-at-a-time client near its limit', async () => {
+    // 1,800 micro-USD: one 1,125 worst case at a time, and the account is near its limit (tight lease).
+    const { accountId, keyId } = await admin.createAccount({ creditsUsd: '0.0018' });
+    for (let i = 0; i < 4; i++) {
+      const reservation = await reserve(accountId, 100, 100);
+      // Sent right after its response; the next request asks before this charge (225) has committed.
+      billing.settleAfterResponse(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+    }
+    await expect(reserve(accountId, 100, 100)).rejects.toMatchObject({ code: 'insufficient_credits' }); // 900 left
+    const state = await moneyAtRest(accountId);
+    expect(state).toMatchObject({ balance: 1800n - 4n * 225n, reserved: 0n, holds: 0 });
+    expect(state.ledgerSum).toBe(state.balance);
+  });
+
   it('asks the database again once the lease term ends, so a lowered monthly limit applies within a second', async () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '1000' });
     const first = await reserve(accountId, 100, 100);

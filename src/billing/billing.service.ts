@@ -165,6 +165,7 @@ export class BillingService {
       lease,
       done: false,
     });
+    let waitedForSettlements = false;
     for (;;) {
       const lease = this.leaseOf(input.accountId);
       if (lease.tryPlace(worstCase, Date.now())) return held(lease, worstCase, input.requestedMaxTokens ?? maxOutput, false);
@@ -214,6 +215,14 @@ export class BillingService {
       lease.lastUsedAt = Date.now();
       if (row.outcome !== 'ok') {
         this.whenIdle(lease);
+        // This replica's own settlements still on their way may give back what the request needs
+        // (a one-at-a-time client near its limits asks again before its last charge has committed).
+        if (!waitedForSettlements && lease.settling.size > 0) {
+          waitedForSettlements = true;
+          this.settlements.flush();
+          await Promise.allSettled(lease.settling);
+          continue;
+        }
         throw declined(row, input);
       }
       lease.termEndsAt = lease.lastUsedAt + LEASE_TERM_MS;
@@ -241,22 +250,24 @@ export class BillingService {
     const charge = min(costMicros(usage.promptTokens, usage.completionTokens, prices.inputPicos, prices.outputPicos), holdMicros);
     const pending = releaseRest ? holdMicros : charge;
     this.free(lease, holdMicros - pending);
+    const submitted = this.settlements.submit(
+      {
+        account: reservation.accountId,
+        lease: lease.id,
+        request: reservation.requestId,
+        hold: holdMicros.toString(),
+        release_rest: releaseRest,
+        prompt: usage.promptTokens,
+        completion: usage.completionTokens,
+        in_picos: prices.inputPicos.toString(),
+        out_picos: prices.outputPicos.toString(),
+        ...(row ? { usage: row } : {}),
+      },
+      linger && !releaseRest,
+    );
+    lease.settling.add(submitted);
     try {
-      const result = await this.settlements.submit(
-        {
-          account: reservation.accountId,
-          lease: lease.id,
-          request: reservation.requestId,
-          hold: holdMicros.toString(),
-          release_rest: releaseRest,
-          prompt: usage.promptTokens,
-          completion: usage.completionTokens,
-          in_picos: prices.inputPicos.toString(),
-          out_picos: prices.outputPicos.toString(),
-          ...(row ? { usage: row } : {}),
-        },
-        linger && !releaseRest,
-      );
+      const result = await submitted;
       if (result.released === null) this.lost(lease);
       else lease.size -= BigInt(result.released);
       const charged = BigInt(result.charged);
@@ -267,6 +278,7 @@ export class BillingService {
       if (req.usage) req.usage.recorded = false;
       throw err;
     } finally {
+      lease.settling.delete(submitted);
       this.free(lease, pending);
     }
   }

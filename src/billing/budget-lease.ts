@@ -24,6 +24,8 @@ export class BudgetLease {
   termEndsAt = 0;
   lastUsedAt = 0;
   idleTimer: NodeJS.Timeout | undefined;
+  /** Settlements of its requests not yet answered by the database. */
+  readonly settling = new Set<Promise<unknown>>();
 
   constructor(
     readonly accountId: string,
