@@ -1,8 +1,11 @@
 /**
  * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
  * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
- * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_GATEWAY_NODE_ARGS,
- * DATABASE_URL and REDIS_URL are read from the environment).
+ * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_SEQUENTIAL,
+ * BENCH_UNLOADED_BLOCKS, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
+ * the environment). BENCH_BASELINE names another checkout of this project (a git worktree with its
+ * node_modules): its gateway runs beside this one as the target "baseline gateway", for A/B comparisons
+ * within one run.
  * Results: docs/performance.md.
  */
 import autocannon from 'autocannon';
@@ -18,8 +21,10 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
-const SEQUENTIAL = 300;
-const UNLOADED_BLOCKS = 3;
+/** Sequential requests per target for the unloaded latency, taken in blocks that alternate the targets. */
+const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 300);
+const UNLOADED_BLOCKS = Number(process.env.BENCH_UNLOADED_BLOCKS ?? 3);
+const BASELINE = process.env.BENCH_BASELINE;
 const WARM_UP_REQUESTS = 20;
 const WARM_UP_S = 2;
 /** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
@@ -40,8 +45,8 @@ interface Target {
   pid?: number;
 }
 
-function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, cwd = ROOT): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
@@ -217,7 +222,7 @@ async function benchDatabase(): Promise<{ url: string | undefined; drop(): Promi
   };
 }
 
-async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined): Promise<{ targets: Target[]; pid: number }> {
+async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined, root = ROOT, name = 'gateway'): Promise<{ targets: Target[]; pid: number }> {
   const configPath = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
   const models = ['bench-model', 'bench-slow']
     .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
@@ -227,10 +232,10 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
     `providers:\n  bench: { type: openai-compatible, base_url: "${upstreamUrl}/v1", timeouts: { connect_ms: 2000, request_ms: 60000 }, max_connections: 2048 }\n` +
       `catalog:\n${models}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
   );
-  const port = 18000 + (process.pid % 1000);
+  const port = 18000 + (process.pid % 1000) + (root === ROOT ? 0 : 1);
   // Started as `npm start` starts it (its node flags included), after any extra flags of the run.
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
-  const { child } = await startChild(start[0], [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), ...start.slice(1)], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/);
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+  const { child } = await startChild(start[0], [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), ...start.slice(1)], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/, root);
   const url = `http://127.0.0.1:${port}`;
   const admin = async (path: string, payload: unknown) => {
     const answer = await request(`${url}/admin/v1${path}`, {
@@ -246,22 +251,24 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
     await admin(`/accounts/${account.id}/credits`, { amount_usd: '1000000' });
     keys.push((await admin(`/accounts/${account.id}/keys`, { name: 'bench' })).key);
   }
-  const one: Target = { name: 'gateway', url: `${url}/v1`, headers: { authorization: `Bearer ${keys[0]}` }, pid: child.pid };
-  const many: Target = { ...one, name: `gateway, ${ACCOUNTS} accounts`, rotation: keys.map((key) => ({ authorization: `Bearer ${key}` })) };
+  const one: Target = { name, url: `${url}/v1`, headers: { authorization: `Bearer ${keys[0]}` }, pid: child.pid };
+  const many: Target = { ...one, name: `${name}, ${ACCOUNTS} accounts`, rotation: keys.map((key) => ({ authorization: `Bearer ${key}` })) };
   return { targets: [one, many], pid: child.pid! };
 }
 
 async function main(): Promise<void> {
-  execSync('npm run build', { cwd: ROOT, stdio: 'ignore' });
+  for (const root of [ROOT, ...(BASELINE ? [BASELINE] : [])]) execSync('npm run build', { cwd: root, stdio: 'ignore' });
   database = await benchDatabase();
   const upstream = await startChild(...tsNode('bench-upstream.ts'), {}, /^\d+$/);
   const upstreamUrl = `http://127.0.0.1:${upstream.line.trim()}`;
   const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
   const gateway = await gatewayTarget(upstreamUrl, database.url);
+  const baseline = BASELINE ? await gatewayTarget(upstreamUrl, database.url, BASELINE, 'baseline gateway') : undefined;
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {}, pid: upstream.child.pid },
     { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {}, pid: proxy.child.pid },
     ...gateway.targets,
+    ...(baseline?.targets ?? []),
   ];
 
   const rows: string[] = [];
