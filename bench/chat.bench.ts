@@ -10,7 +10,7 @@
  */
 import autocannon from 'autocannon';
 import { ChildProcess, execSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -32,6 +32,7 @@ const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
 const CLOCK_TICKS_PER_S = 100;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
+const GATEWAY_CONFIG_PATH = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
 const children: ChildProcess[] = [];
 let database: { url: string | undefined; drop(): Promise<void> } | undefined;
 
@@ -223,7 +224,7 @@ async function benchDatabase(): Promise<{ url: string | undefined; drop(): Promi
 }
 
 async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined, root = ROOT, name = 'gateway'): Promise<{ targets: Target[]; pid: number }> {
-  const configPath = join(tmpdir(), `bench-gateway-${process.pid}.yaml`);
+  const configPath = GATEWAY_CONFIG_PATH;
   const models = ['bench-model', 'bench-slow']
     .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
     .join('\n');
@@ -309,4 +310,5 @@ main()
     children.forEach((c) => c.kill('SIGTERM'));
     await Promise.all(exits);
     await database?.drop();
+    rmSync(GATEWAY_CONFIG_PATH, { force: true });
   });
