@@ -30,7 +30,6 @@ function priceToPicos(model: CatalogEntry, field: 'input_price_per_million' | 'o
   return picos;
 }
 
-
 /** Micro-USD for a token count, rounded half up once: SQL's billing_cost_micros, to the micro-dollar. */
 export function costMicros(promptTokens: number, completionTokens: number, inputPicos: bigint, outputPicos: bigint): bigint {
   return (BigInt(promptTokens) * inputPicos + BigInt(completionTokens) * outputPicos + 500_000n) / 1_000_000n;
