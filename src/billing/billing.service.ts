@@ -134,7 +134,7 @@ export class BillingService {
   private readonly live = new Set<BudgetLease>();
   private readonly prices = new Map<string, TokenPrices>();
   /** Settlements started after their response and lease returns, awaited before the process stops. */
-  private readonly settling = new Set<Promise<void>>();
+  private readonly backgroundWork = new Set<Promise<void>>();
   private readonly grows = this.batcher<GrowItem, GrowRow>('billing_lease_grow_batch', GROW_BATCH);
   private readonly settlements: StatementBatcher<SettleItem, SettleRow>;
   /** A lease outlives the longest upstream request by the configured margin. */
@@ -311,9 +311,9 @@ export class BillingService {
   /** After the HTTP server has closed: waits for pending settlements, then gives every lease back. */
   async stop(): Promise<void> {
     this.settlements.flush();
-    await Promise.all(this.settling);
+    await Promise.all(this.backgroundWork);
     for (const lease of [...this.leases.values()]) this.retire(lease);
-    await Promise.all(this.settling);
+    await Promise.all(this.backgroundWork);
   }
 
   /** Pushes back the expiry of this process's leases, so only those of dead processes expire; notices swept ones. */
@@ -407,8 +407,8 @@ export class BillingService {
   }
 
   private track(work: Promise<void>): void {
-    this.settling.add(work);
-    void work.finally(() => this.settling.delete(work));
+    this.backgroundWork.add(work);
+    void work.finally(() => this.backgroundWork.delete(work));
   }
 
   /** Group commit over a batch function: it takes the items as JSON and its rows carry their item's position. */
