@@ -1,0 +1,103 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createConnection, createServer } from 'node:net';
+
+/**
+ * A redis-server of a test's own, on a free port, that the test may SIGKILL and start again on the
+ * same port: the fault tests take Redis away for real. Nothing is persisted (--save "", no AOF), so a
+ * restarted server is empty, as after a crash without persistence.
+ */
+export interface OwnRedis {
+  /** redis://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  /** SIGKILL of the server; resolves once the process has exited. Clients see their sockets closed. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port (after kill or stop); resolves once it answers PING. */
+  restart(): Promise<void>;
+  /** The server's pid, or null while it is down. */
+  pid(): number | null;
+  /** Stops it for good (SIGKILL if running). */
+  stop(): Promise<void>;
+}
+
+export async function startOwnRedis(): Promise<OwnRedis> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+
+  const start = async (): Promise<void> => {
+    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    started.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child = started;
+    const exited = once(started, 'exit').then(() => {
+      throw new Error(`redis-server on port ${port} exited at start: ${stderr}`);
+    });
+    await Promise.race([waitUntilAnswering(port), exited]);
+    exited.catch(() => undefined);
+  };
+  const kill = async (): Promise<void> => {
+    const running = child;
+    child = null;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = once(running, 'exit');
+    running.kill('SIGKILL');
+    await exited;
+  };
+
+  // A test run that ends without stop() must not leave the server behind.
+  const killOnExit = () => child?.kill('SIGKILL');
+  process.on('exit', killOnExit);
+
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    kill,
+    async restart() {
+      await kill();
+      await start();
+    },
+    pid: () => child?.pid ?? null,
+    async stop() {
+      process.off('exit', killOnExit);
+      await kill();
+    },
+  };
+}
+
+/** Resolves once a PING on the port gets +PONG (a fresh connection each try). */
+async function waitUntilAnswering(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await pings(port))) {
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within 10 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolvePromise(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePromise(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
