@@ -14,7 +14,18 @@ export type FailureMode =
   | 'reset' // the socket is destroyed before any answer
   | 'hang' // never answers
   | 'midStreamFailure' // part of the answer, then the socket is destroyed
-  | 'slowChunks'; // a normal answer with `slowChunkDelayMs` between chunks
+  | 'slowChunks' // a normal answer with `slowChunkDelayMs` between chunks
+  // Malformed streams (DESIGN.md section 9). "After N events" below is `faultAfterEvents`, or the mode's default.
+  | 'notSse' // 200 text/event-stream whose body is garbage lines with no `data:` line, then the end
+  | 'invalidJsonData' // a `data:` line that is not JSON after N events (default 0); the stream then goes on normally
+  | 'truncatedChunked' // N events (default 2), then the connection ends cleanly without the terminating chunk
+  | 'resetMidStream' // N events (default 2), then a TCP reset (RST); speech: half the audio, then a reset
+  | 'wrongContentType' // 200 text/html (an HTML page) for any request
+  | 'endlessLine'; // N events (default 0), then bytes with no newline until the client goes away (cap: `endlessLineMaxBytes`)
+
+/** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
+const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
+const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
 
 export interface FakeReply {
   content: string;
@@ -73,6 +84,12 @@ export class FakeUpstream {
   chunkDelayMs = 0;
   slowChunkDelayMs = 1000;
   failureMessage = 'The fake upstream rejected this request.';
+  /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
+  faultAfterEvents: number | null = null;
+  /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
+  endlessLineMaxBytes = 256 * 1024 * 1024;
+  /** Bytes of the endless line written so far (all requests since the last resetState). */
+  endlessBytesSent = 0;
   /** A mode applied to every request until cleared; `failNext` takes precedence. */
   failure: FailureMode | null = null;
   readonly requests: RecordedRequest[] = [];
@@ -108,6 +125,8 @@ export class FakeUpstream {
     this.transcription = FakeUpstream.defaultTranscription();
     this.responseDelayMs = 0;
     this.chunkDelayMs = 0;
+    this.faultAfterEvents = null;
+    this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
   }
 
@@ -124,13 +143,13 @@ export class FakeUpstream {
     }
   }
 
-  async start(): Promise<this> {
+  async start(port = 0): Promise<this> {
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => res.destroy());
     });
     this.server.keepAliveTimeout = 60_000;
     this.server.on('connection', () => this.connectionsOpened++);
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
     return this;
   }
@@ -142,6 +161,7 @@ export class FakeUpstream {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readAll(req);
+    if (req.url?.startsWith('/_fake/')) return this.control(req.url, raw, res);
     const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: undefined, fields: {}, aborted: false, finished: false };
     await this.parseInto(record, raw);
     this.requests.push(record);
@@ -166,7 +186,19 @@ export class FakeUpstream {
     if (mode === 'status500') {
       return sendJson(res, 500, { error: { message: 'The fake upstream had an internal error.', type: 'server_error', param: null, code: null } });
     }
-    const ctx: AnswerContext = { res, mode, destroy, delay: mode === 'slowChunks' ? this.slowChunkDelayMs : this.chunkDelayMs };
+    if (mode === 'wrongContentType') {
+      return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
+    }
+    const reset = () => {
+      destroyedByUs = true;
+      req.socket.resetAndDestroy();
+    };
+    // Ends the TCP connection once what was written is flushed, without the chunked body's terminating chunk.
+    const truncate = () => {
+      destroyedByUs = true;
+      req.socket.end();
+    };
+    const ctx: AnswerContext = { res, mode, destroy, reset, truncate, delay: mode === 'slowChunks' ? this.slowChunkDelayMs : this.chunkDelayMs };
 
     if (req.method === 'POST' && record.path === '/v1/chat/completions' && record.body) return this.answerChat(record.body, ctx);
     if (req.method === 'POST' && record.path === '/v1/audio/transcriptions') return this.answerTranscription(record, ctx);
@@ -198,17 +230,24 @@ export class FakeUpstream {
     const usage = { prompt_tokens: this.reply.promptTokens, completion_tokens: completion.tokens, total_tokens: this.reply.promptTokens + completion.tokens };
 
     if (body.stream !== true) {
-      if (mode === 'malformedJson') return sendRaw(res, 200, 'application/json', '{"id": "chatcmpl-broken", "choices": [');
+      if (mode === 'malformedJson' || mode === 'invalidJsonData' || mode === 'notSse') {
+        return sendRaw(res, 200, 'application/json', '{"id": "chatcmpl-broken", "choices": [');
+      }
+      if (mode === 'endlessLine') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        await write(res, '{"id": "chatcmpl-endless", "filler": "');
+        return this.writeEndless(res);
+      }
       const answer = {
         ...base,
         object: 'chat.completion',
         choices: [{ index: 0, message: { role: 'assistant', content: completion.text, refusal: null }, logprobs: null, finish_reason: completion.finishReason }],
         usage,
       };
-      if (mode === 'midStreamFailure') {
+      if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
         res.writeHead(200, { 'content-type': 'application/json' });
         await write(res, JSON.stringify(answer).slice(0, 40));
-        return ctx.destroy();
+        return this.breakConnection(ctx);
       }
       return sendJson(res, 200, answer);
     }
@@ -229,10 +268,24 @@ export class FakeUpstream {
     if (includeUsage) events.push(chunk([], { usage }));
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    if (mode === 'notSse') {
+      await write(res, 'HTTP/1.1 200 OK?\n<html>this is not an event stream</html>\n\x00\x01garbage\n\n');
+      return void res.end('more garbage without a data line\n');
+    }
+    const faultAt = mode && DEFAULT_FAULT_AFTER[mode] !== undefined ? Math.min(this.faultAfterEvents ?? DEFAULT_FAULT_AFTER[mode]!, events.length) : Infinity;
     const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
-    for (let i = 0; i < events.length; i++) {
+    for (let i = 0; i <= events.length; i++) {
       if (res.destroyed) return;
       if (i === failAfter) return ctx.destroy();
+      if (i === faultAt) {
+        if (mode === 'truncatedChunked' || mode === 'resetMidStream') return this.breakConnection(ctx);
+        if (mode === 'endlessLine') {
+          await write(res, 'data: {"filler": "');
+          return this.writeEndless(res);
+        }
+        if (mode === 'invalidJsonData') await write(res, 'data: {"id": this is not JSON\n\n');
+      }
+      if (i === events.length) break;
       if (i > 0 && ctx.delay) await sleep(ctx.delay);
       if (res.destroyed) return;
       await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
@@ -256,14 +309,19 @@ export class FakeUpstream {
     if (!record.file) {
       return sendJson(res, 400, { error: { message: 'fake upstream: no file in the upload', type: 'invalid_request_error', param: 'file', code: null } });
     }
-    if (mode === 'malformedJson') return sendRaw(res, 200, 'application/json', '{"text": "Hello wor');
+    if (mode === 'malformedJson' || mode === 'invalidJsonData' || mode === 'notSse') return sendRaw(res, 200, 'application/json', '{"text": "Hello wor');
+    if (mode === 'endlessLine') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      await write(res, '{"text": "');
+      return this.writeEndless(res);
+    }
     const format = record.fields.response_format ?? 'json';
     if (format === 'text') return sendRaw(res, 200, 'text/plain; charset=utf-8', this.transcription.text);
     const answer = format === 'verbose_json' ? { task: 'transcribe', ...this.transcription } : { text: this.transcription.text };
-    if (mode === 'midStreamFailure') {
+    if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
       res.writeHead(200, { 'content-type': 'application/json' });
       await write(res, JSON.stringify(answer).slice(0, 20));
-      return ctx.destroy();
+      return this.breakConnection(ctx);
     }
     if (ctx.delay) await sleep(ctx.delay);
     sendJson(res, 200, answer);
@@ -282,12 +340,53 @@ export class FakeUpstream {
     const size = Math.ceil(this.speechAudio.length / parts);
     for (let i = 0; i < parts; i++) {
       if (res.destroyed) return;
-      if (mode === 'midStreamFailure' && i === parts / 2) return ctx.destroy();
+      if ((mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') && i === parts / 2) {
+        return this.breakConnection(ctx);
+      }
       if (i > 0 && ctx.delay) await sleep(ctx.delay);
       if (res.destroyed) return;
       await write(res, this.speechAudio.subarray(i * size, (i + 1) * size));
     }
     res.end();
+  }
+
+  /** The mid-answer fault of `mode`: a reset, a clean cut without the terminating chunk, or a plain destroy. */
+  private breakConnection(ctx: AnswerContext): void {
+    if (ctx.mode === 'resetMidStream') return ctx.reset();
+    if (ctx.mode === 'truncatedChunked') return ctx.truncate();
+    ctx.destroy();
+  }
+
+  /** Writes bytes with no newline, with backpressure, until the client goes away or the cap is reached. */
+  private async writeEndless(res: ServerResponse): Promise<void> {
+    let sent = 0;
+    while (!res.destroyed && sent < this.endlessLineMaxBytes) {
+      await write(res, ENDLESS_CHUNK);
+      sent += ENDLESS_CHUNK.length;
+      this.endlessBytesSent += ENDLESS_CHUNK.length;
+    }
+    if (!res.destroyed) res.socket?.end();
+  }
+
+  /**
+   * Control over HTTP, for a fake run as its own process (`npx ts-node test/support/fake-upstream.ts`):
+   * POST /_fake/fail-next {"mode", "times"?}, POST /_fake/failure {"mode": null | mode},
+   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reset, GET /_fake/requests.
+   */
+  private control(url: string, raw: Buffer, res: ServerResponse): void {
+    let body: { mode?: FailureMode | null; times?: number; events?: number | null } = {};
+    try {
+      body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
+    } catch {
+      return sendJson(res, 400, { error: 'body is not JSON' });
+    }
+    if (url === '/_fake/fail-next' && body.mode) this.failNext(body.mode, body.times ?? 1);
+    else if (url === '/_fake/failure') this.failure = body.mode ?? null;
+    else if (url === '/_fake/fault-after') this.faultAfterEvents = body.events ?? null;
+    else if (url === '/_fake/reset') this.resetState();
+    else if (url === '/_fake/requests') return sendJson(res, 200, { requests: this.requests.map(({ headers: _h, ...rest }) => rest), endlessBytesSent: this.endlessBytesSent });
+    else return sendJson(res, 404, { error: `fake upstream: no control ${url}` });
+    sendJson(res, 200, { ok: true });
   }
 }
 
@@ -295,11 +394,15 @@ interface AnswerContext {
   res: ServerResponse;
   mode: FailureMode | null;
   destroy(): void;
+  /** A TCP reset (RST) instead of a clean close. */
+  reset(): void;
+  /** The connection ends cleanly where the answer stands (no terminating chunk). */
+  truncate(): void;
   delay: number;
 }
 
-export async function startFakeUpstream(): Promise<FakeUpstream> {
-  return new FakeUpstream().start();
+export async function startFakeUpstream(port = 0): Promise<FakeUpstream> {
+  return new FakeUpstream().start(port);
 }
 
 /** A base URL (ending in /v1) on a loopback port that nothing listens on: connections are refused. */
@@ -332,4 +435,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 function sendRaw(res: ServerResponse, status: number, contentType: string, body: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+// As its own process: `FAKE_UPSTREAM_PORT=0 npx ts-node test/support/fake-upstream.ts` prints its base URL on stdout
+// and is steered with the /_fake/ control routes.
+if (require.main === module) {
+  startFakeUpstream(Number(process.env.FAKE_UPSTREAM_PORT ?? 0)).then((fake) => {
+    process.stdout.write(`${fake.url}\n`);
+    process.on('SIGTERM', () => void fake.close().then(() => process.exit(0)));
+  });
 }
