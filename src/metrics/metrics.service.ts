@@ -92,6 +92,11 @@ export class MetricsService {
     help: 'Streamed chat responses currently open on this instance.',
     registers: [this.registry],
   });
+  private readonly burstLimitStoreFailures = new Counter({
+    name: 'gateway_burst_limit_store_failures_total',
+    help: 'Chat requests let through because the burst-limit counter store (Redis) failed or was unreachable.',
+    registers: [this.registry],
+  });
 
   constructor(
     @InjectDataSource() db: DataSource,
@@ -152,6 +157,11 @@ export class MetricsService {
 
   streamClosed(): void {
     this.activeStreams.dec();
+  }
+
+  /** One chat request let through unlimited because the burst-limit store failed. */
+  burstLimitStoreFailed(): void {
+    this.burstLimitStoreFailures.inc();
   }
 
   /** The text exposition of every metric, for GET /metrics. */
