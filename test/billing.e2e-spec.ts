@@ -429,7 +429,7 @@ describe('HoldSweeper', () => {
     gw = await startTestApp({
       config: (raw) => {
         addModel(raw);
-        raw.billing = { hold_sweep_interval_s: 1, hold_sweep_margin_s: 1 };
+        raw.billing = { hold_sweep_interval_s: 1, lease_ttl_s: 3 };
       },
     });
     admin = new AdminClient(gw.url);

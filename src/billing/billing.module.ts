@@ -20,11 +20,13 @@ export class BillingModule implements OnApplicationShutdown {
   constructor(
     @Inject(BILLING_POOL) private readonly pool: Pool,
     private readonly billing: BillingService,
+    private readonly sweeper: HoldSweeper,
   ) {}
 
-  /** After the HTTP server has closed, so that no request is still placing holds. */
+  /** After the HTTP server has closed, so that no request is still placing holds; the leases are renewed until given back. */
   async onApplicationShutdown(): Promise<void> {
     await this.billing.stop();
+    await this.sweeper.stop();
     await this.pool.end();
   }
 }

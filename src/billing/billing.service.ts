@@ -106,6 +106,10 @@ const SETTLE_BATCH = `WITH settled AS (SELECT item, charged, released FROM billi
     `(SELECT settled.charged, $1::jsonb -> settled.item -> 'usage' AS usage FROM settled WHERE $1::jsonb -> settled.item ? 'usage') AS s`,
   )})
   SELECT item, charged, released FROM settled`;
+// The rows are locked in id order, as the batch functions lock them, so a renewal never deadlocks with them.
+const RENEW_LEASES = `UPDATE holds h SET expires_at = now() + $2 * interval '1 millisecond'
+  FROM (SELECT id FROM holds WHERE request_id = ANY($1::text[]) ORDER BY id FOR UPDATE) AS locked
+  WHERE h.id = locked.id RETURNING h.request_id`;
 /** Batches running at once per statement; more requests wait and share the next one. */
 const BATCHES_IN_FLIGHT = 1;
 const MAX_BATCH = 500;
@@ -137,7 +141,7 @@ export class BillingService {
   private readonly backgroundWork = new Set<Promise<void>>();
   private readonly grows = this.batcher<GrowItem, GrowRow>('billing_lease_grow_batch', GROW_BATCH);
   private readonly settlements: StatementBatcher<SettleItem, SettleRow>;
-  /** A lease outlives the longest upstream request by the configured margin. */
+  /** A lease row not renewed for this long is swept: its replica is dead (billing.lease_ttl_s). */
   private readonly leaseTtlMs: number;
 
   constructor(
@@ -145,8 +149,7 @@ export class BillingService {
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly usage: UsageService,
   ) {
-    const longestRequestMs = Math.max(60_000, ...Object.values(config.providers).map((p) => p.timeouts.request_ms));
-    this.leaseTtlMs = longestRequestMs + config.billing.hold_sweep_margin_s * 1000;
+    this.leaseTtlMs = config.billing.lease_ttl_s * 1000;
     this.settlements = this.batcher('billing_lease_settle_batch', SETTLE_BATCH, config.billing.settlement_linger_ms);
   }
 
@@ -316,25 +319,32 @@ export class BillingService {
     await Promise.all(this.backgroundWork);
   }
 
-  /** Pushes back the expiry of this process's leases, so only those of dead processes expire; notices swept ones. */
+  /**
+   * The heartbeat: pushes back the expiry of this process's leases by a lease lifetime, however long
+   * their requests run, so only those of dead processes expire; notices swept ones. It reaches the
+   * database even with no lease, so the sweeper learns whether it can. A failure changes nothing.
+   */
   async keepLiveHoldsAlive(): Promise<void> {
-    if (this.live.size === 0) return;
     const leases = [...this.live];
-    const { rows } = await this.db.query<{ request_id: string }>(
-      `UPDATE holds SET expires_at = now() + $2 * interval '1 millisecond' WHERE request_id = ANY($1::text[]) RETURNING request_id`,
-      [leases.map((l) => l.id), this.leaseTtlMs],
-    );
+    const { rows } = await this.db.query<{ request_id: string }>({
+      name: 'billing_renew_leases',
+      text: RENEW_LEASES,
+      values: [leases.map((l) => l.id), this.leaseTtlMs],
+    });
     const alive = new Set(rows.map((r) => r.request_id));
     for (const lease of leases) if (!alive.has(lease.id) && this.live.has(lease)) this.lost(lease);
   }
 
-  /** Releases expired holds (left by a crashed process); returns how many. Safe on several replicas at once. */
+  /**
+   * Releases expired holds (left by a dead process); returns how many. Safe on several replicas at once.
+   * Sweeps nothing until PostgreSQL has been up for a lease lifetime, so live replicas renew first.
+   */
   async sweepExpiredHolds(batch = 1000): Promise<number> {
     let total = 0;
     for (;;) {
       const {
         rows: [row],
-      } = await this.db.query<{ n: number }>(`SELECT billing_sweep_holds($1) AS n`, [batch]);
+      } = await this.db.query<{ n: number }>(`SELECT billing_sweep_holds($1, $2) AS n`, [batch, this.leaseTtlMs]);
       total += row.n;
       if (row.n < batch) return total;
     }

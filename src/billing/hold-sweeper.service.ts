@@ -1,29 +1,46 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
 import { BillingService } from './billing.service';
 
 /**
- * Every billing.hold_sweep_interval_s: keeps this process's running holds alive, then releases
- * expired ones (their request died with its process). Every replica runs it; the SQL makes that safe.
+ * Every billing.hold_sweep_interval_s: renews this process's budget leases (the heartbeat), then
+ * releases expired holds (their replica died). Every replica runs it; the SQL makes that safe.
+ *
+ * A replica sweeps only once it has reached the database at every pass for a whole lease lifetime
+ * (billing.lease_ttl_s): after an outage, every live replica that reaches the database again has had
+ * that long to renew its leases before anyone may take them. docs/billing.md, "Hold sweeper".
  */
 @Injectable()
-export class HoldSweeper implements OnApplicationBootstrap, OnModuleDestroy {
+export class HoldSweeper implements OnApplicationBootstrap {
   private readonly logger = new Logger(HoldSweeper.name);
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** No sweep before then: a lease lifetime after this process started or last failed to reach the database. */
+  private sweepsFrom = Number.POSITIVE_INFINITY;
+  /** The last pass failed (logged once per outage). */
+  private failing = false;
 
   constructor(
     private readonly billing: BillingService,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
+  private get leaseTtlMs(): number {
+    return this.config.billing.lease_ttl_s * 1000;
+  }
+
   onApplicationBootstrap(): void {
+    this.sweepsFrom = Date.now() + this.leaseTtlMs;
     this.timer = setInterval(() => this.tick(), this.config.billing.hold_sweep_interval_s * 1000);
     this.timer.unref();
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /**
+   * Stops the heartbeat and the sweeps. Called once the leases have been given back at shutdown
+   * (BillingModule), not before: requests still running during a graceful stop keep their leases.
+   */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
     await this.running;
@@ -31,17 +48,34 @@ export class HoldSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One pass; overlapping passes are skipped. */
   tick(): Promise<void> {
-    this.running ??= this.sweep().finally(() => (this.running = undefined));
+    this.running ??= this.pass().finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async sweep(): Promise<void> {
+  private async pass(): Promise<void> {
     try {
       await this.billing.keepLiveHoldsAlive();
-      const released = await this.billing.sweepExpiredHolds();
-      if (released > 0) this.logger.warn(`Released ${released} expired chat hold(s) left by a stopped process`);
     } catch (err) {
-      this.logger.error({ err }, `Hold sweep failed: ${(err as Error).message}`);
+      return this.unreachable(err as Error);
     }
+    if (this.failing) {
+      this.failing = false;
+      this.logger.log(`Database reached again: budget leases renewed; expired holds are swept from ${new Date(this.sweepsFrom).toISOString()}`);
+    }
+    if (Date.now() < this.sweepsFrom) return;
+    try {
+      const released = await this.billing.sweepExpiredHolds();
+      if (released > 0) this.logger.warn(`Released ${released} expired hold(s) left by a stopped replica`);
+    } catch (err) {
+      this.unreachable(err as Error);
+    }
+  }
+
+  /** Leases stay as they are (they are not lost: another replica waits a lifetime before sweeping). */
+  private unreachable(err: Error): void {
+    this.sweepsFrom = Date.now() + this.leaseTtlMs;
+    if (this.failing) return;
+    this.failing = true;
+    this.logger.error({ err }, `Budget lease renewal or hold sweep failed, retrying every pass: ${err.message}`);
   }
 }

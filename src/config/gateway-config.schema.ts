@@ -13,8 +13,10 @@ import {
   Matches,
   Max,
   Min,
+  ValidateBy,
   ValidateIf,
   ValidateNested,
+  ValidationArguments,
 } from 'class-validator';
 
 export const PROVIDER_TYPES = ['openai-compatible', 'local'] as const;
@@ -89,10 +91,23 @@ export class FairUseConfig {
   @IsInt() @Min(0) monthly_requests = 1000;
 }
 
+/** A live replica must renew its leases several times per lifetime, so that one late or failed renewal does not lose them. */
+function WellBelowLeaseTtl(): PropertyDecorator {
+  const ttlOf = (args?: ValidationArguments) => (args?.object as BillingConfig).lease_ttl_s;
+  return ValidateBy({
+    name: 'wellBelowLeaseTtl',
+    validator: {
+      validate: (interval: unknown, args) => typeof interval === 'number' && interval * 2 < ttlOf(args),
+      defaultMessage: (args) => `$property must be less than half of billing.lease_ttl_s (${ttlOf(args)})`,
+    },
+  });
+}
+
 export class BillingConfig {
-  /** A hold whose request died with its process is released this long after the upstream timeout. */
-  @IsInt() @Min(1) hold_sweep_margin_s = 60;
-  @IsInt() @Min(1) hold_sweep_interval_s = 30;
+  /** How often each replica renews its budget leases and sweeps expired holds (docs/billing.md, "Hold sweeper"). */
+  @IsInt() @Min(1) @WellBelowLeaseTtl() hold_sweep_interval_s = 2;
+  /** A budget lease not renewed for this long is its dead replica's, and any replica's sweeper gives its money back. */
+  @IsInt() @Min(3) @Max(3600) lease_ttl_s = 10;
   /** A replica gives an account's budget lease back after this long without a request (docs/billing.md). */
   @IsInt() @Min(1) @Max(60_000) lease_idle_ms = 1000;
   /** A settlement nobody waits for waits up to this long to share its database call with others (docs/billing.md). */

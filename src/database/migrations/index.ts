@@ -2,6 +2,7 @@ import { InitialSchema1763870000000 } from './1763870000000-InitialSchema';
 import { BillingFunctions1763880000000 } from './1763880000000-BillingFunctions';
 import { BillingBatches1763890000000 } from './1763890000000-BillingBatches';
 import { BillingLeases1763900000000 } from './1763900000000-BillingLeases';
+import { LeaseLifetime1763920000000 } from './1763920000000-LeaseLifetime';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
-export const MIGRATIONS = [InitialSchema1763870000000, BillingFunctions1763880000000, BillingBatches1763890000000, BillingLeases1763900000000];
+export const MIGRATIONS = [InitialSchema1763870000000, BillingFunctions1763880000000, BillingBatches1763890000000, BillingLeases1763900000000, LeaseLifetime1763920000000];
