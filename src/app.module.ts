@@ -1,6 +1,5 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
 import { BillingModule } from './billing/billing.module';
@@ -12,7 +11,7 @@ import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
 import { LoggingModule } from './common/logging/logging.module';
 import { ConfigModule, GatewayOptions } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
-import { dataSourceOptions } from './database/data-source.options';
+import { databaseModule } from './database/database.module';
 import { EntitlementsModule } from './entitlements/entitlements.module';
 import { HealthModule } from './health/health.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
@@ -30,7 +29,7 @@ export class AppModule implements NestModule {
       imports: [
         ConfigModule.register(options),
         LoggingModule,
-        TypeOrmModule.forRoot(dataSourceOptions(options.databaseUrl)),
+        databaseModule(options),
         KeysModule,
         MetricsModule,
         UsageModule,

@@ -147,7 +147,8 @@ describe('Readiness without a database', () => {
     const res = await fetch(`${gw.url}/readyz`);
     expect(res.status).toBe(503);
     const body = (await res.json()) as any;
-    expect(body.error.code).toBe('internal_error');
+    expect(body.error).toMatchObject({ code: 'service_unavailable', type: 'api_error' });
+    expect(res.headers.get('retry-after')).toBe('1');
     expect(JSON.stringify(body)).not.toMatch(/\bat .+:\d+:\d+/);
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
   });

@@ -1,6 +1,11 @@
+import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
+import { Env } from '../config/env';
+import { requestPathTimeouts } from '../database/pool-settings';
 
 export const BILLING_POOL = Symbol('BILLING_POOL');
+
+const logger = new Logger('BillingPool');
 
 /**
  * Connections for the chat hot path (hold and settlement), apart from TypeORM's pool.
@@ -11,6 +16,15 @@ export const BILLING_POOL = Symbol('BILLING_POOL');
  * so balances, holds and the ledger stay consistent and nothing spends past its limits.
  * Operator writes (top-ups, keys, limits) stay on the durable TypeORM pool. docs/billing.md
  */
-export function createBillingPool(databaseUrl: string): Pool {
-  return new Pool({ connectionString: databaseUrl, max: 20, options: '-c synchronous_commit=off' });
+export function createBillingPool(databaseUrl: string, env: Env): Pool {
+  const pool = new Pool({
+    connectionString: databaseUrl,
+    max: env.billingPoolMax,
+    options: '-c synchronous_commit=off',
+    ...requestPathTimeouts(),
+  });
+  // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool and
+  // replaced on demand; without a listener its 'error' would end the process.
+  pool.on('error', (err) => logger.warn(`An idle billing connection failed and was dropped: ${err.message}`));
+  return pool;
 }

@@ -1,10 +1,11 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Pool } from 'pg';
-import { DATABASE_URL } from '../config/config.tokens';
+import { DATABASE_URL, ENV } from '../config/config.tokens';
 import { AccountsService } from './accounts.service';
 import { BILLING_POOL, createBillingPool } from './billing-pool';
 import { BillingService } from './billing.service';
 import { HoldSweeper } from './hold-sweeper.service';
+import { PendingWrites } from './pending-writes';
 
 @Global()
 @Module({
@@ -12,9 +13,10 @@ import { HoldSweeper } from './hold-sweeper.service';
     AccountsService,
     BillingService,
     HoldSweeper,
-    { provide: BILLING_POOL, inject: [DATABASE_URL], useFactory: createBillingPool },
+    { provide: BILLING_POOL, inject: [DATABASE_URL, ENV], useFactory: createBillingPool },
+    PendingWrites,
   ],
-  exports: [AccountsService, BillingService],
+  exports: [AccountsService, BillingService, PendingWrites],
 })
 export class BillingModule implements OnApplicationShutdown {
   constructor(

@@ -6,9 +6,11 @@ import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
 import { monthKey } from '../common/month';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { usageRecordInsert, UsageRecordValues, UsageService } from '../usage/usage.service';
 import { BILLING_POOL } from './billing-pool';
 import { BudgetLease } from './budget-lease';
+import { PendingWriteLost, PendingWrites } from './pending-writes';
 import { StatementBatcher } from './statement-batcher';
 import { costMicros, TokenPrices, tokenPrices } from './token-prices';
 
@@ -117,6 +119,8 @@ const MAX_BATCH = 500;
 const SPARE_HOLDS = 8;
 /** …only while the account could afford this many more such holds, so that near its limits one replica's lease never starves another. */
 const PLENTY_HOLDS = 100;
+/** How long stop() keeps retrying writes that wait for the database before giving them up. */
+const STOP_PENDING_WRITES_MS = 5000;
 /** How long requests are placed in a lease without asking the database again. */
 const LEASE_TERM_MS = 1000;
 
@@ -148,6 +152,7 @@ export class BillingService {
     @Inject(BILLING_POOL) private readonly db: Pool,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
     private readonly usage: UsageService,
+    private readonly pendingWrites: PendingWrites,
   ) {
     this.leaseTtlMs = config.billing.lease_ttl_s * 1000;
     this.settlements = this.batcher('billing_lease_settle_batch', SETTLE_BATCH, config.billing.settlement_linger_ms);
@@ -253,37 +258,62 @@ export class BillingService {
     const charge = min(costMicros(usage.promptTokens, usage.completionTokens, prices.inputPicos, prices.outputPicos), holdMicros);
     const pending = releaseRest ? holdMicros : charge;
     this.free(lease, holdMicros - pending);
-    const submitted = this.settlements.submit(
-      {
-        account: reservation.accountId,
-        lease: lease.id,
-        request: reservation.requestId,
-        hold: holdMicros.toString(),
-        release_rest: releaseRest,
-        prompt: usage.promptTokens,
-        completion: usage.completionTokens,
-        in_picos: prices.inputPicos.toString(),
-        out_picos: prices.outputPicos.toString(),
-        ...(row ? { usage: row } : {}),
-      },
-      linger && !releaseRest,
-    );
+    const item: SettleItem = {
+      account: reservation.accountId,
+      lease: lease.id,
+      request: reservation.requestId,
+      hold: holdMicros.toString(),
+      release_rest: releaseRest,
+      prompt: usage.promptTokens,
+      completion: usage.completionTokens,
+      in_picos: prices.inputPicos.toString(),
+      out_picos: prices.outputPicos.toString(),
+      ...(row ? { usage: row } : {}),
+    };
+    const submitted = this.settlements.submit(item, linger && !releaseRest);
+    // Only the first attempt: a grow waiting for this lease's settlements must not wait out an outage.
     lease.settling.add(submitted);
+    const attempted = () => lease.settling.delete(submitted);
+    submitted.then(attempted, attempted);
     try {
-      const result = await submitted;
+      // While it is pending, its part stays used in the lease: the lease never hands out money this charge needs.
+      const result = await submitted.catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) throw err;
+        return this.pendingWrites.keep({ kind: 'settlement', requestId: req.id, micros: charge }, () => this.settleAgain(item));
+      });
       if (result.released === null) this.lost(lease);
       else lease.size -= BigInt(result.released);
       const charged = BigInt(result.charged);
       if (row) this.usage.observeRecorded(req, status, charged);
       return charged;
     } catch (err) {
-      // Let the response-close hook write the usage record instead.
-      if (req.usage) req.usage.recorded = false;
+      // Let the response-close hook write the usage record instead (not for a lost one: it was logged).
+      if (req.usage && !(err instanceof PendingWriteLost)) req.usage.recorded = false;
       throw err;
     } finally {
-      lease.settling.delete(submitted);
       this.free(lease, pending);
     }
+  }
+
+  /**
+   * A settlement attempted again after an attempt of unknown outcome. The first may have committed
+   * (its answer lost with the connection): its usage record, or its ledger charge, written in the
+   * same statement, says so, and then it is not sent again. The unique charge per request id in the
+   * ledger is the last guard against charging twice.
+   */
+  private async settleAgain(item: SettleItem): Promise<SettleRow> {
+    const {
+      rows: [found],
+    } = await this.db.query<{ recorded: boolean; charged: string | null }>(
+      `SELECT EXISTS (SELECT 1 FROM usage_records WHERE request_id = $1) AS recorded,
+              (SELECT -amount_micros FROM ledger_entries WHERE request_id = $1 AND kind = 'charge') AS charged`,
+      [item.request],
+    );
+    if ((item.usage && found.recorded) || found.charged !== null) {
+      const charged = found.charged ?? '0';
+      return { item: 0, charged, released: item.release_rest ? item.hold : charged };
+    }
+    return this.settlements.submit(item);
   }
 
   /**
@@ -297,6 +327,8 @@ export class BillingService {
       this.settle(reservation, req, usage, status, true).then(
         () => undefined,
         (err: Error) => {
+          // A lost pending write was logged with its amount already; it has no uncharged record either.
+          if (err instanceof PendingWriteLost) return;
           this.logger.error({ err, requestId: req.id }, `Could not settle ${req.id}: ${err.message}`);
           this.usage.settlementAbandoned(req);
         },
@@ -311,9 +343,20 @@ export class BillingService {
     this.free(reservation.lease, reservation.holdMicros);
   }
 
-  /** After the HTTP server has closed: waits for pending settlements, then gives every lease back. */
+  /**
+   * After the HTTP server has closed: waits for pending settlements (for at most
+   * STOP_PENDING_WRITES_MS while the database is unreachable, then logs each one still unwritten),
+   * then gives every lease back.
+   */
   async stop(): Promise<void> {
     this.settlements.flush();
+    let deadline: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.backgroundWork, this.pendingWrites.whenIdle()]),
+      new Promise<void>((resolve) => (deadline = setTimeout(resolve, STOP_PENDING_WRITES_MS))),
+    ]);
+    clearTimeout(deadline);
+    await this.pendingWrites.close();
     await Promise.all(this.backgroundWork);
     for (const lease of [...this.leases.values()]) this.retire(lease);
     await Promise.all(this.backgroundWork);

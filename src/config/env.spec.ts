@@ -12,6 +12,8 @@ describe('readEnv', () => {
       adminToken: undefined,
       gatewayConfigPath: resolve('config/gateway.yaml'),
       logLevel: 'info',
+      databasePoolMax: 10,
+      billingPoolMax: 10,
     });
   });
 
@@ -23,6 +25,8 @@ describe('readEnv', () => {
       ADMIN_TOKEN: 'a-long-enough-admin-token',
       GATEWAY_CONFIG: '/etc/gateway.yaml',
       LOG_LEVEL: 'debug',
+      DATABASE_POOL_MAX: '4',
+      BILLING_POOL_MAX: '6',
     });
     expect(sut).toEqual({
       port: 9000,
@@ -31,6 +35,8 @@ describe('readEnv', () => {
       adminToken: 'a-long-enough-admin-token',
       gatewayConfigPath: '/etc/gateway.yaml',
       logLevel: 'debug',
+      databasePoolMax: 4,
+      billingPoolMax: 6,
     });
   });
 
@@ -53,6 +59,10 @@ describe('readEnv', () => {
     ['REDIS_URL', { REDIS_URL: 'http://cache:6379' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://db/gateway' }],
     ['ADMIN_TOKEN', { ADMIN_TOKEN: 'short' }],
+    ['DATABASE_POOL_MAX', { DATABASE_POOL_MAX: '0' }],
+    ['DATABASE_POOL_MAX', { DATABASE_POOL_MAX: '2.5' }],
+    ['BILLING_POOL_MAX', { BILLING_POOL_MAX: 'ten' }],
+    ['BILLING_POOL_MAX', { BILLING_POOL_MAX: '5000' }],
   ])('refuses a bad %s, naming it', (name, env) => {
     expect(() => readEnv(env)).toThrow(ConfigError);
     expect(() => readEnv(env)).toThrow(new RegExp(`^${name}: `));

@@ -12,7 +12,14 @@ export interface Env {
   adminToken: string | undefined;
   gatewayConfigPath: string;
   logLevel: LogLevel;
+  /** Connections of TypeORM's pool (DATABASE_POOL_MAX); see the connection budget in docs/operations.md. */
+  databasePoolMax: number;
+  /** Connections of the billing pool (BILLING_POOL_MAX). */
+  billingPoolMax: number;
 }
+
+const DEFAULT_POOL_MAX = 10;
+const MAX_POOL_MAX = 1000;
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const port = Number(source.PORT ?? '8080');
@@ -40,7 +47,19 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     adminToken,
     gatewayConfigPath: resolve(source.GATEWAY_CONFIG || 'config/gateway.yaml'),
     logLevel,
+    databasePoolMax: poolSize(source, 'DATABASE_POOL_MAX'),
+    billingPoolMax: poolSize(source, 'BILLING_POOL_MAX'),
   };
+}
+
+function poolSize(source: NodeJS.ProcessEnv, name: 'DATABASE_POOL_MAX' | 'BILLING_POOL_MAX'): number {
+  const raw = source[name];
+  if (!raw) return DEFAULT_POOL_MAX;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || value < 1 || value > MAX_POOL_MAX) {
+    throw new ConfigError(`${name}: must be an integer between 1 and ${MAX_POOL_MAX} (got ${JSON.stringify(raw)})`);
+  }
+  return value;
 }
 
 export interface EmbeddedPgEnv {

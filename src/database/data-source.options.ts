@@ -1,8 +1,12 @@
-import { DataSourceOptions } from 'typeorm';
+import { Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+import { CONNECT_TIMEOUT_MS, requestPathTimeouts } from './pool-settings';
 
-export function dataSourceOptions(url: string): DataSourceOptions {
+/** The schema's options, without timeouts: the TypeORM CLI (ormconfig.ts) and the migrations run with these. */
+export function dataSourceOptions(url: string): PostgresConnectionOptions {
   return {
     type: 'postgres',
     url,
@@ -10,6 +14,32 @@ export function dataSourceOptions(url: string): DataSourceOptions {
     migrations: MIGRATIONS,
     migrationsRun: true,
     synchronize: false,
-    extra: { max: 20 },
+    extra: { max: 10 },
   };
+}
+
+/**
+ * The app's TypeORM pool: `poolMax` connections with the request-path timeouts. Migrations are not
+ * run on it (runMigrations does, first), so the statement timeout never cuts one.
+ */
+export function gatewayDataSourceOptions(url: string, poolMax: number): PostgresConnectionOptions {
+  const logger = new Logger('DatabasePool');
+  return {
+    ...dataSourceOptions(url),
+    migrationsRun: false,
+    extra: { max: poolMax, ...requestPathTimeouts() },
+    // An idle connection that dies (server restart, pg_terminate_backend) is dropped and replaced on demand.
+    poolErrorHandler: (err: Error) => logger.warn(`An idle database connection failed and was dropped: ${err.message}`),
+  };
+}
+
+/** Applies pending migrations on a connection of their own, without a statement timeout, then closes it. */
+export async function runMigrations(url: string): Promise<void> {
+  const migrator = new DataSource({ ...dataSourceOptions(url), migrationsRun: false, extra: { max: 1, connectionTimeoutMillis: CONNECT_TIMEOUT_MS } });
+  await migrator.initialize();
+  try {
+    await migrator.runMigrations({ transaction: 'all' });
+  } finally {
+    await migrator.destroy();
+  }
 }

@@ -1,6 +1,7 @@
-import { Controller, Get, HttpCode, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, HttpCode } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { ErrorCode, GatewayError } from '../common/errors';
 import { Public } from '../common/decorators/public.decorator';
 
 @Public()
@@ -15,14 +16,14 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: the database answers. */
+  /** Readiness: the database answers (503 service_unavailable with Retry-After when not). */
   @Get('readyz')
   async ready() {
     try {
       await this.db.query('SELECT 1');
       return { status: 'ready' };
-    } catch {
-      throw new ServiceUnavailableException('database unreachable');
+    } catch (err) {
+      throw new GatewayError(ErrorCode.ServiceUnavailable, `Not ready: the database is unreachable (${(err as Error).message}).`);
     }
   }
 }

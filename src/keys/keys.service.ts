@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import { IsNull, Repository } from 'typeorm';
 import { DATABASE_URL } from '../config/config.tokens';
+import { CONNECT_TIMEOUT_MS } from '../database/pool-settings';
 import { AuthContext } from '../common/http/gateway-request';
 import { ApiKey } from './api-key.entity';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
@@ -95,7 +96,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async listen(): Promise<void> {
-    const client = new Client({ connectionString: this.databaseUrl });
+    const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     client.on('notification', (msg) => {
       if (msg.payload) this.forget(msg.payload);
     });
@@ -104,23 +105,39 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       this.reconnect(client);
     });
     client.on('end', () => this.reconnect(client));
-    await client.connect();
-    await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
-    this.listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    // Stopped while connecting: this connection would keep the process alive.
+    if (this.closing) await client.end().catch(() => undefined);
+    else this.listener = client;
   }
 
+  /**
+   * Listens again, every second until it works. Cached keys stay usable meanwhile (so requests that
+   * need no database keep working through an outage); once listening again, everything cached is
+   * forgotten, since revocations made while disconnected were not heard.
+   */
   private reconnect(broken: Client): void {
     if (this.closing || this.listener !== broken) return;
     this.listener = null;
-    // Notices may have been missed while disconnected: forget everything cached.
-    this.invalidations++;
-    this.cache.clear();
     setTimeout(() => {
-      this.listen().catch((err: Error) => {
-        this.logger.warn(`Revocation listener reconnect failed: ${err.message}`);
-        this.listener = broken;
-        this.reconnect(broken);
-      });
+      if (this.closing) return;
+      this.listen().then(
+        () => {
+          this.invalidations++;
+          this.cache.clear();
+        },
+        (err: Error) => {
+          this.logger.warn(`Revocation listener reconnect failed: ${err.message}`);
+          this.listener = broken;
+          this.reconnect(broken);
+        },
+      );
     }, RECONNECT_DELAY_MS).unref();
   }
 }

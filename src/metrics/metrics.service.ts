@@ -98,6 +98,17 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly pendingWrites = new Gauge({
+    name: 'gateway_pending_writes',
+    help: 'Settlements and usage records of delivered responses waiting for the database to come back (kept in memory, retried).',
+    registers: [this.registry],
+  });
+  private readonly pendingWritesLost = new Counter({
+    name: 'gateway_pending_writes_lost_total',
+    help: 'Pending writes given up (queue full, or the process stopped before the database came back); each is logged with its request id.',
+    registers: [this.registry],
+  });
+
   constructor(
     @InjectDataSource() db: DataSource,
     private readonly catalog: CatalogService,
@@ -108,6 +119,8 @@ export class MetricsService {
     const readHolds = () =>
       (pending ??= db
         .query(`SELECT COUNT(*) AS count, COALESCE(SUM(amount_micros), 0) AS sum FROM holds`)
+        // While the database is unreachable the scrape still answers (pending writes matter most then): NaN, not stale figures.
+        .catch(() => [{ count: 'NaN', sum: 'NaN' }])
         .finally(() => (pending = null)));
     new Gauge({
       name: 'gateway_outstanding_holds',
@@ -162,6 +175,14 @@ export class MetricsService {
   /** One chat request let through unlimited because the burst-limit store failed. */
   burstLimitStoreFailed(): void {
     this.burstLimitStoreFailures.inc();
+  }
+
+  setPendingWrites(count: number): void {
+    this.pendingWrites.set(count);
+  }
+
+  pendingWriteLost(): void {
+    this.pendingWritesLost.inc();
   }
 
   /** The text exposition of every metric, for GET /metrics. */

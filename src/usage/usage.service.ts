@@ -7,6 +7,8 @@ import { secondsSince } from '../common/elapsed';
 import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
+import { PendingWriteLost, PendingWrites } from '../billing/pending-writes';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 
 const LATEST_LIMIT = 50;
 const MAX_MODEL_LENGTH = 200;
@@ -87,6 +89,7 @@ export class UsageService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly metrics: MetricsService,
+    private readonly pendingWrites: PendingWrites,
   ) {}
 
   /**
@@ -120,10 +123,20 @@ export class UsageService {
   private recordUncharged(req: GatewayRequest, status: number): void {
     const row = this.claimRow(req, status);
     if (!row) return;
-    this.db.query(INSERT_UNCHARGED, [JSON.stringify(row)]).then(
-      () => this.observeRecorded(req, status, 0n),
-      (err: Error) => this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`),
-    );
+    // ON CONFLICT DO NOTHING: attempting it again after an attempt of unknown outcome writes it once.
+    const insert = () => this.db.query(INSERT_UNCHARGED, [JSON.stringify(row)]);
+    insert()
+      .catch((err: Error) => {
+        if (!isDatabaseUnavailable(err)) throw err;
+        return this.pendingWrites.keep({ kind: 'usage record', requestId: req.id, micros: 0n }, insert);
+      })
+      .then(
+        () => this.observeRecorded(req, status, 0n),
+        (err: Error) => {
+          // A lost pending write was logged already.
+          if (!(err instanceof PendingWriteLost)) this.logger.error({ err, requestId: req.id }, `Could not write the usage record of ${req.id}`);
+        },
+      );
   }
 
   /**

@@ -49,6 +49,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     adminToken: TEST_ADMIN_TOKEN,
     gatewayConfigPath: 'test',
     logLevel: (process.env.TEST_LOG_LEVEL as Env['logLevel']) ?? 'silent',
+    databasePoolMax: 10,
+    billingPoolMax: 10,
     ...options.env,
   };
   const app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl! });

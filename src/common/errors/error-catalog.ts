@@ -57,6 +57,9 @@ export function describeErrorCode(code: ErrorCode): ErrorShape {
       return { status: 500, type: 'api_error' };
     case ErrorCode.UpstreamError:
       return { status: 502, type: 'api_error' };
+    // The database cannot be reached right now: retrying after Retry-After may succeed.
+    case ErrorCode.ServiceUnavailable:
+      return { status: 503, type: 'api_error' };
     case ErrorCode.UpstreamUnavailable:
     case ErrorCode.UpstreamTimeout:
       return { status: 504, type: 'api_error' };

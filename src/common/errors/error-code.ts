@@ -29,4 +29,5 @@ export enum ErrorCode {
   UpstreamError = 'upstream_error',
   UpstreamUnavailable = 'upstream_unavailable',
   UpstreamTimeout = 'upstream_timeout',
+  ServiceUnavailable = 'service_unavailable',
 }

@@ -111,12 +111,39 @@ describe(GatewayExceptionFilter.name, () => {
     [new UnauthorizedException(), 401, 'invalid_api_key', 'authentication_error'],
     [new ForbiddenException(), 403, 'invalid_request_error', 'invalid_request_error'],
     [new ThrottlerException(), 429, 'rate_limit_exceeded', 'rate_limit_error'],
-    [new ServiceUnavailableException('database unreachable'), 503, 'internal_error', 'api_error'],
+    [new ServiceUnavailableException('database unreachable'), 503, 'service_unavailable', 'api_error'],
   ])('maps %p to %i %s', (exception, status, code, type) => {
     const { res } = run(exception);
     expect(res.statusCode).toBe(status);
     expect(res.body).toEqual({ error: { message: expect.any(String), type, param: null, code } });
     expect(logged).not.toHaveBeenCalled();
+  });
+
+  it.each([
+    ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
+    ['a terminated connection', new Error('Connection terminated unexpectedly')],
+    ['a server shutting down (57P01)', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })],
+    ['a server starting up (57P03)', Object.assign(new Error('the database system is starting up'), { code: '57P03' })],
+    ['a connection exception (08006)', Object.assign(new Error('connection failure'), { code: '08006' })],
+    ['a pool connect timeout', new Error('timeout exceeded when trying to connect')],
+    ['a statement timeout (57014)', Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })],
+    ['TypeORM wrapping one', Object.assign(new Error('Query failed'), { driverError: Object.assign(new Error('x'), { code: '57P02' }) })],
+    ['an AggregateError of refusals', new AggregateError([Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })], 'connect')],
+  ])('maps %s to 503 service_unavailable with Retry-After, logged as a warning', (_name, exception) => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { req, res } = run(exception);
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'api_error', param: null, code: 'service_unavailable' } });
+    expect(logged).not.toHaveBeenCalled();
+    expect(warned).toHaveBeenCalledWith(expect.objectContaining({ requestId: req.id }), expect.stringContaining(req.id as string));
+    warned.mockRestore();
+  });
+
+  it('keeps query faults (a unique violation) as 500 internal_error', () => {
+    const { res } = run(Object.assign(new Error('duplicate key value'), { code: '23505' }));
+    expect(res.statusCode).toBe(500);
+    expect(res.headers['retry-after']).toBeUndefined();
   });
 
   it('joins class-validator messages into one readable message', () => {

@@ -1,9 +1,12 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
 import type { Response } from 'express';
+import { isDatabaseUnavailable } from '../../database/database-unavailable';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../http/gateway-request';
 import { assignRequestId } from '../http/request-id';
+
+const RETRY_AFTER_S = 1;
 
 /** Turns every failure (ours, Nest's, Express's) into the error object; unknown ones are 500 internal_error. */
 @Catch()
@@ -22,6 +25,8 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (!res.writableEnded) res.end();
       return;
     }
+    // A short outage: clients that honour Retry-After come back when the database may be back.
+    if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
     res.status(error.status).json(error.toBody());
   }
 
@@ -40,8 +45,13 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (status === 400 || status === 422) return new GatewayError(ErrorCode.InvalidRequest, message);
       if (status === 401) return new GatewayError(ErrorCode.InvalidApiKey, message);
       if (status < 500) return new GatewayError(ErrorCode.InvalidRequest, message, null, status);
-      // A deliberate 503 (readiness while the database is down) keeps its status; it is not a crash.
-      if (status === 503) return new GatewayError(ErrorCode.InternalError, message, null, status);
+      if (status === 503) return new GatewayError(ErrorCode.ServiceUnavailable, message);
+    }
+    if (isDatabaseUnavailable(exception)) {
+      // Expected while PostgreSQL is down or restarting: a warning with the cause, not a stack.
+      const cause = exception instanceof Error ? exception.message : String(exception);
+      this.logger.warn({ requestId }, `Request ${requestId} answered 503: database unavailable (${cause})`);
+      return new GatewayError(ErrorCode.ServiceUnavailable, 'The database is unavailable right now; retry after the Retry-After delay.');
     }
     const err = exception instanceof Error ? exception : new Error(String(exception));
     this.logger.error({ err, requestId }, `Unhandled error in request ${requestId}: ${err.message}`);
