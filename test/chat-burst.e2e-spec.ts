@@ -1,7 +1,7 @@
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { once } from 'node:events';
 import OpenAI from 'openai';
+import { FixedWindowRedisStorage } from '../src/common/guards/fixed-window-redis-storage';
 import { AdminClient } from './support/admin-client';
 import { moneyOf, postChat, PricedModel, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
@@ -163,8 +163,10 @@ const redisUrl = process.env.REDIS_URL;
 
 (redisUrl ? it : it.skip)('closes its Redis connection when the app shuts down', async () => {
   const gw = await startTestApp({ env: { redisUrl } });
-  const storage = gw.app.get(ThrottlerStorage) as ThrottlerStorageRedisService;
-  expect(storage).toBeInstanceOf(ThrottlerStorageRedisService);
+  const storage = gw.app.get(ThrottlerStorage) as FixedWindowRedisStorage;
+  expect(storage).toBeInstanceOf(FixedWindowRedisStorage);
+  // No offline queue: a command sent before the connection is ready fails rather than waits.
+  if (storage.redis.status !== 'ready') await once(storage.redis, 'ready');
   await storage.redis.ping();
   const ended = storage.redis.status === 'end' ? Promise.resolve() : once(storage.redis, 'end');
   await gw.close();

@@ -1,9 +1,11 @@
 import { Logger } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import { ThrottlerException, ThrottlerStorageService } from '@nestjs/throttler';
+import { ThrottlerException } from '@nestjs/throttler';
+import { MetricsService } from '../../metrics/metrics.service';
 import { AccountThrottlerGuard } from './account-throttler.guard';
+import { FixedWindowRedisStorage } from './fixed-window-redis-storage';
+import { FixedWindowMemoryStorage } from './fixed-window-storage';
 
 class ChatControllerStub {
   create(): void {}
@@ -19,12 +21,12 @@ function context(accountId: string, ip = '203.0.113.7') {
 
 describe(AccountThrottlerGuard.name, () => {
   let sut: AccountThrottlerGuard;
-  let storage: ThrottlerStorageService;
+  let storage: FixedWindowMemoryStorage;
 
   beforeAll(() => Logger.overrideLogger(false));
 
   beforeEach(async () => {
-    storage = new ThrottlerStorageService();
+    storage = new FixedWindowMemoryStorage();
     sut = new AccountThrottlerGuard({ throttlers: [{ name: 'default', limit: 2, ttl: 60_000 }] }, storage, new Reflector());
     await sut.onModuleInit();
   });
@@ -41,18 +43,49 @@ describe(AccountThrottlerGuard.name, () => {
   it('gives every account its own budget, even from the same IP, under a key that names the account', async () => {
     for (let i = 0; i < 2; i++) await sut.canActivate(context('acc-1').ctx);
     await expect(sut.canActivate(context('acc-2').ctx)).resolves.toBe(true);
-    expect([...storage.storage.keys()]).toEqual(['ChatControllerStub.create:default:account:acc-1', 'ChatControllerStub.create:default:account:acc-2']);
+    expect([...storage.windows.keys()]).toEqual(['ChatControllerStub.create:default:account:acc-1', 'ChatControllerStub.create:default:account:acc-2']);
   });
 
-  it('lets requests through when the Redis counter store is unreachable', async () => {
-    // Never connected and no offline queue: every command fails at once, as when Redis is down.
-    const unreachable = new ThrottlerStorageRedisService('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false });
+  it('keeps fixed windows: requests refused while over the limit do not push the next window back', async () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    try {
+      const guard = new AccountThrottlerGuard({ throttlers: [{ name: 'default', limit: 2, ttl: 10_000 }] }, storage, new Reflector());
+      await guard.onModuleInit();
+      const allowedPerWindow: number[] = [];
+      for (let window = 0; window < 3; window++) {
+        let allowed = 0;
+        // A client retrying every 500 ms, whatever it is told.
+        for (let tick = 0; tick < 20; tick++) {
+          const attempt = context('acc-1');
+          const passed = await guard.canActivate(attempt.ctx).catch((err) => {
+            if (!(err instanceof ThrottlerException)) throw err;
+            // Retry-After: whole seconds until this window ends, rounded up.
+            expect(attempt.headers['Retry-After']).toBe(Math.ceil((10_000 - tick * 500) / 1000));
+            return false;
+          });
+          if (passed) allowed++;
+          jest.advanceTimersByTime(500);
+        }
+        allowedPerWindow.push(allowed);
+      }
+      expect(allowedPerWindow).toEqual([2, 2, 2]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('lets requests through when the Redis counter store is unreachable, and counts each failure', async () => {
+    // Nothing listens on port 1, and there is no offline queue: every command fails at once, as when Redis is down.
+    let failures = 0;
+    const metrics = { burstLimitStoreFailed: () => failures++ } as unknown as MetricsService;
+    const unreachable = new FixedWindowRedisStorage('redis://127.0.0.1:1', metrics);
     const guard = new AccountThrottlerGuard({ throttlers: [{ name: 'default', limit: 1, ttl: 1000 }] }, unreachable, new Reflector());
     await guard.onModuleInit();
     try {
-      await expect(guard.canActivate(context('acc-1').ctx)).resolves.toBe(true);
+      for (let i = 0; i < 3; i++) await expect(guard.canActivate(context('acc-1').ctx)).resolves.toBe(true);
+      expect(failures).toBe(3);
     } finally {
-      unreachable.onModuleDestroy();
+      unreachable.onApplicationShutdown();
     }
   });
 });

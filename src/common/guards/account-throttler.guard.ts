@@ -1,4 +1,4 @@
-import { ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
 import { GatewayRequest } from '../http/gateway-request';
 
@@ -8,8 +8,6 @@ import { GatewayRequest } from '../http/gateway-request';
  */
 @Injectable()
 export class AccountThrottlerGuard extends ThrottlerGuard {
-  private readonly failures = new Logger(AccountThrottlerGuard.name);
-
   protected async getTracker(req: Record<string, unknown>): Promise<string> {
     const accountId = (req as unknown as GatewayRequest).auth?.accountId;
     // Unreachable behind ApiKeyGuard; kept so a misconfigured route never shares one global bucket.
@@ -21,13 +19,15 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
     return `${context.getClass().name}.${context.getHandler().name}:${throttlerName}:${tracker}`;
   }
 
-  /** A counter store outage (Redis down) lets requests through rather than failing every chat call. */
+  /**
+   * A counter store outage (Redis down) lets requests through rather than failing every chat call.
+   * The storage counts and logs its failures (FixedWindowRedisStorage), not once per request here.
+   */
   protected async handleRequest(requestProps: ThrottlerRequest): Promise<boolean> {
     try {
       return await super.handleRequest(requestProps);
     } catch (err) {
       if (err instanceof ThrottlerException) throw err;
-      this.failures.error({ err }, `Burst-limit counter store failed, request let through: ${(err as Error).message}`);
       return true;
     }
   }

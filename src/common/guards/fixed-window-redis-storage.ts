@@ -1,0 +1,98 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { ThrottlerStorage } from '@nestjs/throttler';
+import Redis from 'ioredis';
+import { MetricsService } from '../../metrics/metrics.service';
+import { fixedWindowRecord, ThrottlerStorageRecord } from './fixed-window-storage';
+
+/**
+ * Fail fast while Redis is away: a chat request must not wait for it (the guard lets it through).
+ * No offline queue, so a command sent while disconnected fails at once; a command to a Redis that
+ * hangs fails after COMMAND_TIMEOUT_MS; reconnection runs in the background, at most
+ * MAX_RECONNECT_DELAY_MS apart, so the limit is back about a second after Redis is.
+ */
+const COMMAND_TIMEOUT_MS = 40;
+const CONNECT_TIMEOUT_MS = 500;
+const MAX_RECONNECT_DELAY_MS = 1000;
+const OUTAGE_LOG_INTERVAL_MS = 10_000;
+
+// One round trip, atomic: the window's TTL is set by its first hit only, so later hits, refused or
+// not, never move its end. A key found without TTL (never expected) gets one rather than living forever.
+const HIT_SCRIPT = `
+local hits = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {hits, ttl}`;
+
+type BurstRedis = Redis & { burstHit(key: string, ttlMs: number): Promise<[number, number]> };
+
+/** The counters in Redis (REDIS_URL), shared by every replica. Owns its connection. */
+export class FixedWindowRedisStorage implements ThrottlerStorage, OnApplicationShutdown {
+  readonly redis: BurstRedis;
+  private readonly outage = new OutageLog();
+
+  constructor(
+    url: string,
+    private readonly metrics: MetricsService,
+  ) {
+    this.redis = new Redis(url, {
+      enableOfflineQueue: false,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      // A command in flight when the connection drops fails then, instead of waiting for a reconnect.
+      maxRetriesPerRequest: 0,
+      // disconnect() while reconnecting ends a socket already closed, and ioredis then waits this long to destroy it.
+      disconnectTimeout: 100,
+      retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+      enableAutoPipelining: true,
+    }) as BurstRedis;
+    this.redis.defineCommand('burstHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    // Without an 'error' listener ioredis would emit an unhandled 'error' event on every failed reconnect.
+    this.redis.on('error', (err: Error) => this.outage.failed(err));
+    this.redis.on('ready', () => this.outage.recovered());
+  }
+
+  async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
+    try {
+      const [hits, msLeft] = await this.redis.burstHit(`burst:${key}`, ttl);
+      return fixedWindowRecord(hits, msLeft, limit);
+    } catch (err) {
+      this.metrics.burstLimitStoreFailed();
+      this.outage.failed(err as Error);
+      throw err;
+    }
+  }
+
+  onApplicationShutdown(): void {
+    this.redis.disconnect(false);
+  }
+}
+
+/** At most one line per OUTAGE_LOG_INTERVAL_MS about the outage, and one when Redis is back. */
+class OutageLog {
+  private readonly logger = new Logger('BurstLimit');
+  private lastLineAt = -Infinity;
+  private failuresSinceLine = 0;
+  private reported = false;
+
+  failed(err: Error): void {
+    this.failuresSinceLine++;
+    const now = Date.now();
+    if (now - this.lastLineAt < OUTAGE_LOG_INTERVAL_MS) return;
+    this.logger.error(
+      `Redis for burst-limit counters unavailable, chat requests are let through unlimited (${this.failuresSinceLine} errors since the last line): ${err.message}`,
+    );
+    this.lastLineAt = now;
+    this.failuresSinceLine = 0;
+    this.reported = true;
+  }
+
+  recovered(): void {
+    if (!this.reported) return;
+    this.logger.log('Redis for burst-limit counters is back; the burst limit applies again');
+    this.reported = false;
+    this.failuresSinceLine = 0;
+  }
+}
