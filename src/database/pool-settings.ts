@@ -9,7 +9,7 @@ export const STATEMENT_TIMEOUT_MS = 1000;
  * without closing the connection. Longer than the statement timeout, so that normally the server
  * cancels first and the outcome is known (rolled back).
  */
-export const QUERY_TIMEOUT_MS = 1500;
+export const QUERY_TIMEOUT_MS = 1250;
 
 /**
  * Timeouts shared by both pools, so a request that needs the database ends within 2 s while it is
