@@ -1,9 +1,11 @@
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
 import { monthKey } from '../src/common/month';
 import { AdminClient } from './support/admin-client';
 import { costMicros, parseSseData, postChat, PricedModel, withFakeProvider } from './support/chat-support';
 import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { OwnPostgres, startOwnPostgres } from './support/own-postgres';
 import { startTestApp, TestApp } from './support/test-app';
 
 // 2 and 100 micro-USD per token: a request with max_tokens 1000 holds about 0.1 USD.
@@ -20,7 +22,9 @@ async function twoReplicas(fake: FakeUpstream, billing: Record<string, number> =
     withFakeProvider(fake.url, [MODEL], { requestMs: 120_000 })(raw);
     raw.billing = { ...raw.billing, ...billing };
   };
-  return Promise.all([startTestApp({ config }), startTestApp({ config })]);
+  // One after the other: two migration runs at once on a new database would collide.
+  const one = await startTestApp({ config });
+  return [one, await startTestApp({ config })];
 }
 
 interface AccountMoney {
@@ -67,6 +71,11 @@ function expectInvariants(money: AccountMoney): void {
   expect(money.balance).toBe(money.ledger);
   expect(money.spend).toBe(money.charges);
   expect(money.balance).toBeGreaterThanOrEqual(money.reserved);
+}
+
+async function usageCount(db: DataSource, accountId: string): Promise<number> {
+  const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM usage_records WHERE account_id = $1`, [accountId]);
+  return n;
 }
 
 async function waitUntil(predicate: () => Promise<boolean>, timeoutMs: number, stepMs = 100): Promise<void> {
@@ -144,7 +153,8 @@ describe('budget leases of a dead replica, default settings', () => {
     // The "dead" replica's request ends after all (an in-process replica cannot truly die): whatever
     // it settles goes through the swept lease's path, and the account stays consistent.
     stream.abort();
-    await waitUntil(async () => (await moneyOf(db, accountId)).reserved === 0n, 5000);
+    // Its usage record joins those of the 402 and the 200 on replica two.
+    await waitUntil(async () => (await usageCount(db, accountId)) === 3, 5000);
     expectInvariants(await moneyOf(db, accountId));
   }, 60_000);
 });
@@ -221,6 +231,8 @@ describe('budget leases with a short lifetime (lease_ttl_s 3, hold_sweep_interva
     expectInvariants(money);
     expect(money).toMatchObject({ balance: 150_000n, charges: 0n, leaseRows: 0 });
     stream.abort();
+    await waitUntil(async () => (await usageCount(db, accountId)) === 1, 5000);
+    expectInvariants(await moneyOf(db, accountId));
   }, 30_000);
 });
 
@@ -251,4 +263,76 @@ describe('billing_sweep_holds after PostgreSQL starts', () => {
     expectInvariants(money);
     expect(money).toMatchObject({ reserved: 0n, held: 0n, balance: 1_000_000n });
   });
+});
+
+describe('budget leases across a PostgreSQL restart (own server, lease_ttl_s 3, hold_sweep_interval_s 1)', () => {
+  let pg: OwnPostgres, fake: FakeUpstream, one: TestApp, two: TestApp, admin: AdminClient;
+  // A connection of the test's own, opened again after the restart.
+  let probe: Client | undefined;
+  const query = async (text: string, values: unknown[] = []) => {
+    if (!probe) {
+      probe = new Client({ connectionString: pg.url });
+      probe.on('error', () => (probe = undefined));
+      await probe.connect();
+    }
+    return (await probe.query(text, values)).rows;
+  };
+
+  beforeAll(async () => {
+    pg = await startOwnPostgres();
+    fake = await startFakeUpstream();
+    const config = (raw: Record<string, any>) => {
+      withFakeProvider(fake.url, [MODEL], { requestMs: 120_000 })(raw);
+      raw.billing = { ...raw.billing, lease_ttl_s: 3, hold_sweep_interval_s: 1 };
+    };
+    // One after the other, as in twoReplicas.
+    one = await startTestApp({ config, env: { databaseUrl: pg.url } });
+    two = await startTestApp({ config, env: { databaseUrl: pg.url } });
+    admin = new AdminClient(two.url);
+    await sleep(3_000);
+  }, 60_000);
+  afterAll(async () => {
+    await probe?.end().catch(() => undefined);
+    await Promise.all([one?.close(), two?.close()]);
+    await fake?.close();
+    await pg?.destroy();
+  });
+
+  it("sweeps no live replica's lease after the restart, and the request running through it is charged exactly", async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    const words = Array.from({ length: 14 }, (_, i) => `w${i}`);
+    fake.reply = { content: words.join(' '), promptTokens: 40, completionTokens: words.length };
+    fake.chunkDelayMs = 1000; // about 16 s of streaming, the outage in the middle of it
+    const stream = openStream(one, key, 1000);
+    const leaseOf = () => query(`SELECT request_id, expires_at > now() AS live FROM holds WHERE account_id = $1`, [accountId]);
+    await waitUntil(async () => (await leaseOf()).length === 1 && fake.requests.length === 1, 5000, 20);
+    const [{ request_id: lease }] = await leaseOf();
+
+    await probe?.end().catch(() => undefined);
+    probe = undefined;
+    await pg.stop();
+    await sleep(5_000); // longer than the lease lifetime: the row has expired when the server comes back
+    await pg.start();
+    const restartedAt = Date.now();
+
+    // Both replicas pass every second; give replica two's sweeper more chances than the lifetime.
+    while (Date.now() - restartedAt < 6_000) {
+      await two.app.get(HoldSweeper).tick();
+      expect((await leaseOf()).map((h) => h.request_id)).toEqual([lease]);
+      await sleep(200);
+    }
+    expect(await leaseOf()).toEqual([{ request_id: lease, live: true }]);
+
+    const { status, text } = await stream.body;
+    expect(status).toBe(200);
+    expect(parseSseData(text).at(-1)).toBe('[DONE]');
+    const cost = costMicros(MODEL, 40, words.length);
+    await waitUntil(async () => (await leaseOf()).length === 0, 5000);
+    const [money] = await query(
+      `SELECT a.balance_micros, a.reserved_micros, (SELECT COALESCE(sum(amount_micros), 0) FROM ledger_entries l WHERE l.account_id = a.id) AS ledger
+         FROM accounts a WHERE a.id = $1`,
+      [accountId],
+    );
+    expect(money).toEqual({ balance_micros: String(1_000_000n - cost), reserved_micros: '0', ledger: String(1_000_000n - cost) });
+  }, 60_000);
 });
