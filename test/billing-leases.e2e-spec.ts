@@ -2,11 +2,12 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
 import { monthKey } from '../src/common/month';
+import { validateGatewayConfig } from '../src/config/gateway-config.loader';
 import { AdminClient } from './support/admin-client';
 import { costMicros, parseSseData, postChat, PricedModel, withFakeProvider } from './support/chat-support';
 import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
 import { OwnPostgres, startOwnPostgres } from './support/own-postgres';
-import { startTestApp, TestApp } from './support/test-app';
+import { defaultRawConfig, startTestApp, TestApp } from './support/test-app';
 
 // 2 and 100 micro-USD per token: a request with max_tokens 1000 holds about 0.1 USD.
 const MODEL: PricedModel = { id: 'leased-chat', input: 2, output: 100, maxOutput: 4096 };
@@ -335,4 +336,20 @@ describe('budget leases across a PostgreSQL restart (own server, lease_ttl_s 3, 
     );
     expect(money).toEqual({ balance_micros: String(1_000_000n - cost), reserved_micros: '0', ledger: String(1_000_000n - cost) });
   }, 60_000);
+});
+
+describe('billing.lease_ttl_s and hold_sweep_interval_s', () => {
+  const withBilling = (billing: Record<string, unknown>) => ({ ...defaultRawConfig(), billing });
+
+  it('default to a 10 s lifetime renewed every 2 s', () => {
+    expect(validateGatewayConfig(withBilling({})).billing).toMatchObject({ lease_ttl_s: 10, hold_sweep_interval_s: 2 });
+  });
+
+  it('refuse an interval that is not well below the lifetime, naming the field', () => {
+    expect(() => validateGatewayConfig(withBilling({ lease_ttl_s: 10, hold_sweep_interval_s: 5 }))).toThrow(
+      /billing\.hold_sweep_interval_s: must be less than half of billing\.lease_ttl_s \(10\) \(got 5\)/,
+    );
+    expect(() => validateGatewayConfig(withBilling({ hold_sweep_margin_s: 60 }))).toThrow(/billing\.hold_sweep_margin_s: unknown key/);
+    expect(validateGatewayConfig(withBilling({ lease_ttl_s: 30, hold_sweep_interval_s: 14 })).billing.hold_sweep_interval_s).toBe(14);
+  });
 });
