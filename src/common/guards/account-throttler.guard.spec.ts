@@ -88,4 +88,20 @@ describe(AccountThrottlerGuard.name, () => {
       unreachable.onApplicationShutdown();
     }
   });
+
+  it('logs a Redis outage once, not once per failed request or reconnect', async () => {
+    const errors: string[] = [];
+    Logger.overrideLogger({ log: () => undefined, warn: () => undefined, error: (message: string) => errors.push(message) });
+    const unreachable = new FixedWindowRedisStorage('redis://127.0.0.1:1', { burstLimitStoreFailed: () => undefined } as unknown as MetricsService);
+    try {
+      for (let i = 0; i < 20; i++) await unreachable.increment('k', 1000, 1).catch(() => undefined);
+      // Reconnects keep failing meanwhile (each an ioredis 'error' event).
+      await new Promise((r) => setTimeout(r, 400));
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(/^Redis for burst-limit counters unavailable/);
+    } finally {
+      unreachable.onApplicationShutdown();
+      Logger.overrideLogger(false);
+    }
+  });
 });
