@@ -92,6 +92,8 @@ export class FakeUpstream {
   endlessBytesSent = 0;
   /** A mode applied to every request until cleared; `failNext` takes precedence. */
   failure: FailureMode | null = null;
+  /** A mode for every request whose JSON body names this (upstream) model: faults that concurrent requests do not share. */
+  failureByModel: Record<string, FailureMode> = {};
   readonly requests: RecordedRequest[] = [];
   /** TCP connections accepted so far (a keep-alive client reuses its connections). */
   connectionsOpened = 0;
@@ -121,6 +123,7 @@ export class FakeUpstream {
     this.requests.length = 0;
     this.queued.length = 0;
     this.failure = null;
+    this.failureByModel = {};
     this.reply = FakeUpstream.defaultReply();
     this.transcription = FakeUpstream.defaultTranscription();
     this.responseDelayMs = 0;
@@ -175,7 +178,7 @@ export class FakeUpstream {
       req.socket.destroy();
     };
 
-    const mode = this.queued.shift() ?? this.failure;
+    const mode = this.failureByModel[String(record.body?.model)] ?? this.queued.shift() ?? this.failure;
     if (mode === 'hang') return;
     if (mode === 'reset') return destroy();
     if (this.responseDelayMs) await sleep(this.responseDelayMs);

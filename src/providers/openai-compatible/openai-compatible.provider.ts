@@ -12,7 +12,7 @@ import {
 } from '../upstream-provider';
 import { FormData } from 'undici';
 import { parseSse } from './sse-parser';
-import { readJsonBody, UpstreamTransport } from './upstream-transport';
+import { discardBody, readJsonBody, UpstreamTransport } from './upstream-transport';
 
 /** OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches. */
 export class OpenAiCompatibleProvider implements UpstreamProvider {
@@ -34,7 +34,7 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
   async chatStream(_model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
     const answer = await this.transport.post('/chat/completions', JSON.stringify(body), signal, 'application/json');
     if (!answer.contentType.startsWith('text/event-stream')) {
-      answer.body.destroy();
+      discardBody(answer.body);
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} answered a stream request with ${answer.contentType || 'no content type'}.`);
     }
     return parseSse(this.name, answer.body);

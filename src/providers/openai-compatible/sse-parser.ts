@@ -1,48 +1,69 @@
 import { Readable } from 'node:stream';
 import { UpstreamFailure } from '../upstream-failure';
-import { toUpstreamFailure } from './upstream-transport';
+import { discardBody, toUpstreamFailure } from './upstream-transport';
+
+/**
+ * The most an upstream may send without a newline, and the most one event's `data:` lines may add up to.
+ * Real chunks are a few hundred bytes; past this the stream is broken (or hostile), and the gateway's
+ * memory stays bounded (docs/chat.md, "Upstream streams that misbehave").
+ */
+export const MAX_SSE_EVENT_BYTES = 1024 * 1024;
 
 /**
  * Parses an upstream `text/event-stream` body into its JSON `data:` payloads, as they arrive.
- * Ends at `data: [DONE]`; an in-band `{"error": ...}` event, a payload that is not JSON or a stream
- * that ends without `[DONE]` is an UpstreamFailure. https://html.spec.whatwg.org/multipage/server-sent-events.html
+ * Ends at `data: [DONE]`; an in-band `{"error": ...}` event, a payload that is not JSON, a line or
+ * event over MAX_SSE_EVENT_BYTES or a stream that ends without `[DONE]` is an UpstreamFailure.
+ * https://html.spec.whatwg.org/multipage/server-sent-events.html
  */
 export async function* parseSse(name: string, body: Readable): AsyncGenerator<Record<string, unknown>> {
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
+  let dataBytes = 0;
   let complete = false;
   try {
     // Not destroyed when the loop returns at [DONE]: destroying it would build an AbortError and
     // stop undici from reusing the connection.
     for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+      // Only the new text can hold the next newline: the buffer before it has none.
+      let searchFrom = buffer.length;
       buffer += decoder.decode(chunk as Buffer, { stream: true });
       let newline: number;
-      while ((newline = buffer.indexOf('\n')) >= 0) {
+      while ((newline = buffer.indexOf('\n', searchFrom)) >= 0) {
         const line = buffer.slice(0, newline).replace(/\r$/, '');
         buffer = buffer.slice(newline + 1);
+        searchFrom = 0;
         if (line === '') {
           if (data.length === 0) continue;
           const payload = data.join('\n');
           data = [];
+          dataBytes = 0;
           if (payload === '[DONE]') {
             complete = true;
             return;
           }
           yield parsePayload(name, payload);
         } else if (line.startsWith('data:')) {
-          data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+          const value = line.slice(line.startsWith('data: ') ? 6 : 5);
+          dataBytes += value.length;
+          if (dataBytes > MAX_SSE_EVENT_BYTES) throw tooLong(name);
+          data.push(value);
         }
         // comments (":"), event:, id: and retry: lines carry nothing the gateway uses
       }
+      if (buffer.length > MAX_SSE_EVENT_BYTES) throw tooLong(name);
     }
   } catch (err) {
     throw toUpstreamFailure(name, err);
   } finally {
     if (complete) drain(body);
-    else if (!body.destroyed) body.destroy();
+    else discardBody(body);
   }
   throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream without [DONE].`);
+}
+
+function tooLong(name: string): UpstreamFailure {
+  return new UpstreamFailure('bad_response', `Upstream ${name} sent a stream line or event longer than ${MAX_SSE_EVENT_BYTES} bytes.`);
 }
 
 function parsePayload(name: string, payload: string): Record<string, unknown> {
@@ -65,6 +86,5 @@ function parsePayload(name: string, payload: string): Record<string, unknown> {
 
 /** Reads what follows [DONE] (usually only the end of the response), so the connection goes back to the pool. */
 function drain(body: Readable): void {
-  body.on('error', () => undefined);
   body.resume();
 }

@@ -11,6 +11,11 @@ export interface UpstreamResponse {
 /** Keep-alive connections idle longer than this are closed (most upstreams close at 60 s or later). */
 const KEEP_ALIVE_MS = 30_000;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/**
+ * The largest whole JSON answer (chat completion, transcription) read into memory; a larger or endless
+ * body is a bad_response. Generous: a 128k-token completion with logprobs stays well under it.
+ */
+export const MAX_JSON_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /**
  * HTTP to one openai-compatible upstream: a keep-alive pool, its key, and its timeouts. Every failure
@@ -51,6 +56,10 @@ export class UpstreamTransport {
     } catch (err) {
       throw toUpstreamFailure(this.name, err);
     }
+    // undici reports a body destroyed before its end (by us, or by the upstream's reset) as an 'error' event;
+    // readers see it through their iterator, and this listener keeps a body nobody reads any more from
+    // turning it into an uncaught exception.
+    answer.body.on('error', () => undefined);
     const responseType = String(answer.headers['content-type'] ?? '');
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
       return { contentType: responseType, body: answer.body };
@@ -72,7 +81,9 @@ export class UpstreamTransport {
 export async function readJsonBody(name: string, body: Readable): Promise<Record<string, unknown>> {
   let text: string;
   try {
-    text = await collect(body);
+    const read = await collect(body, MAX_JSON_ANSWER_BYTES);
+    text = read.text;
+    if (!read.complete) throw new UpstreamFailure('bad_response', `Upstream ${name} sent an answer over ${MAX_JSON_ANSWER_BYTES} bytes.`);
   } catch (err) {
     throw toUpstreamFailure(name, err);
   }
@@ -101,23 +112,33 @@ export function toUpstreamFailure(name: string, err: unknown): UpstreamFailure {
   return new UpstreamFailure('bad_response', `Connection to upstream ${name} broke: ${error.message}`);
 }
 
-async function collect(body: Readable, limit = Infinity): Promise<string> {
+/** Stops reading a body and closes its connection, without an uncaught 'error' event. */
+export function discardBody(body: Readable): void {
+  if (body.listenerCount('error') === 0) body.on('error', () => undefined);
+  if (!body.destroyed) body.destroy();
+}
+
+/** The body as text, up to `limit` bytes: `complete` is false (and the rest discarded) when it is longer. */
+async function collect(body: Readable, limit: number): Promise<{ text: string; complete: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
+  let complete = true;
+  for await (const chunk of body.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
     if (size > limit) {
-      body.destroy();
+      complete = false;
+      discardBody(body);
       break;
     }
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return { text: Buffer.concat(chunks).toString('utf8'), complete };
 }
 
 /** The upstream's error message: OpenAI's `{error: {message}}`, or the text itself. */
 async function readErrorMessage(body: Readable): Promise<string> {
-  const text = (await collect(body, MAX_ERROR_BODY_BYTES)).trim();
+  // A longer error body is cut: its start carries the message.
+  const text = (await collect(body, MAX_ERROR_BODY_BYTES)).text.trim();
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
     if (typeof parsed.error === 'string') return parsed.error;
