@@ -98,6 +98,20 @@ describe('chat burst limit when its Redis goes away', () => {
     expect(limitedAfter).toBeDefined();
     expect(limitedAfter).toBeLessThan(5000);
   });
+
+  it('lets chat through within 50 ms of its usual latency while Redis hangs (accepts, never answers)', async () => {
+    const keys: string[] = [];
+    for (let i = 0; i < 5; i++) keys.push((await admin.createAccount({ creditsUsd: 1 })).key);
+    const withRedis = await timeChats(gw, keys, 10);
+    redis.pause();
+    try {
+      const hung = await timeChats(gw, keys, 10);
+      expect(median(hung) - median(withRedis)).toBeLessThanOrEqual(50);
+      expect(Math.max(...hung)).toBeLessThan(200);
+    } finally {
+      redis.resume();
+    }
+  });
 });
 
 /**

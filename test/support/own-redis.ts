@@ -15,6 +15,10 @@ export interface OwnRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port (after kill or stop); resolves once it answers PING. */
   restart(): Promise<void>;
+  /** SIGSTOP: the server keeps its sockets open but answers nothing (a hung Redis). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
   /** The server's pid, or null while it is down. */
   pid(): number | null;
   /** Stops it for good (SIGKILL if running). */
@@ -60,6 +64,8 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       await kill();
       await start();
     },
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
     pid: () => child?.pid ?? null,
     async stop() {
       process.off('exit', killOnExit);

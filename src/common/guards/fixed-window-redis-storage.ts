@@ -10,7 +10,7 @@ import { fixedWindowRecord, ThrottlerStorageRecord } from './fixed-window-storag
  * hangs fails after COMMAND_TIMEOUT_MS; reconnection runs in the background, at most
  * MAX_RECONNECT_DELAY_MS apart, so the limit is back about a second after Redis is.
  */
-const COMMAND_TIMEOUT_MS = 40;
+const COMMAND_TIMEOUT_MS = 30;
 const CONNECT_TIMEOUT_MS = 500;
 const MAX_RECONNECT_DELAY_MS = 1000;
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
