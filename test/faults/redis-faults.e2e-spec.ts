@@ -1,0 +1,112 @@
+import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { moneyInvariantViolations } from '../support/fault-money';
+import { Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
+
+/**
+ * Redis killed (SIGKILL) and restarted under two gateway processes. DESIGN.md section 9 and issue 13
+ * item 4: the burst limit fails open, costing each request at most 50 ms; no replica dies; the limit
+ * applies again within 5 s of Redis answering.
+ */
+jest.setTimeout(120_000);
+
+const BURST = { requests: 20, window_s: 2 };
+const ADDED_LATENCY_BOUND_MS = 50;
+const LIMIT_BACK_BOUND_MS = 5000;
+
+describe('Faults: Redis (2 gateway processes)', () => {
+  let cluster: FaultCluster;
+  const timings: string[] = [];
+
+  beforeAll(async () => {
+    cluster = await startFaultCluster({ replicas: 2, burst: BURST });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (timings.length) process.stdout.write(`\nRedis fault timings:\n${timings.join('\n')}\n`);
+    await cluster?.close();
+  });
+
+  /** `count` sequential chats from a fresh account, alternating replicas. */
+  async function sequentialChats(count: number): Promise<Outcome[]> {
+    const { key } = await cluster.admin.createAccount({ creditsUsd: 20 });
+    for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, key)).status).toBe(200);
+    const outcomes: Outcome[] = [];
+    for (let i = 0; i < count; i++) outcomes.push(await timedChat(cluster.gateways[i % cluster.gateways.length], key));
+    return outcomes;
+  }
+
+  const failuresCounted = async (url: string): Promise<number> => {
+    const { body } = await timedGet(`${url}/metrics`);
+    const match = /^gateway_burst_limit_store_failures_total(?:\{[^}]*\})? (\d+)/m.exec(String(body));
+    return match ? Number(match[1]) : 0;
+  };
+
+  it(
+    'Redis killed under load: no replica dies, the limit fails open at ≤ 50 ms per request, and applies again within 5 s of Redis returning',
+    withReplicaLogs(
+      () => cluster,
+      async () => {
+        // With Redis up: the limit applies (the 21st request in a window is refused), and the latency of a served request.
+        const limited = await sequentialChats(BURST.requests + 1);
+        expect(limited.map((o) => o.status)).toEqual([...Array(BURST.requests).fill(200), 429]);
+        const baseline = await sequentialChats(BURST.requests - 2);
+        expect(baseline.every((o) => o.status === 200)).toBe(true);
+        const baselineMax = Math.max(...baseline.map((o) => o.ms));
+        const failuresBefore = await Promise.all(cluster.gateways.map((g) => failuresCounted(g.url)));
+
+        const { key: loadKey } = await cluster.admin.createAccount({ creditsUsd: 20 });
+        const load = startLoad(cluster.gateways, loadKey, { workers: 1, pauseMs: 150 });
+        await sleep(300);
+        await cluster.redis.kill();
+        const killedAt = Date.now();
+
+        // Redis down: more than the limit in one window, every one served, none slowed by more than 50 ms.
+        const open = await sequentialChats(BURST.requests * 2);
+        const downFor = Date.now() - killedAt;
+        const failuresDuring = await Promise.all(cluster.gateways.map((g) => failuresCounted(g.url)));
+        for (const g of cluster.gateways) expect({ replica: g.name, exit: g.exit }).toEqual({ replica: g.name, exit: null });
+
+        await cluster.redis.restart();
+        const backAt = Date.now();
+        // Redis back: a client sending without pause meets the limit again within 5 s.
+        const { key } = await cluster.admin.createAccount({ creditsUsd: 20 });
+        let refusedAt: number | null = null;
+        const afterRestart: Outcome[] = [];
+        while (refusedAt === null && Date.now() - backAt < LIMIT_BACK_BOUND_MS + 2000) {
+          const o = await timedChat(cluster.gateways[afterRestart.length % cluster.gateways.length], key);
+          afterRestart.push(o);
+          if (o.status === 429) refusedAt = o.endedAt;
+        }
+        const loadOutcomes = await load.stop();
+
+        const slowest = Math.max(...open.map((o) => o.ms));
+        timings.push(
+          `redis kill: baseline max ${baselineMax} ms (p50 ${median(baseline)} ms); Redis down ${downFor} ms: ${open.length} requests, ` +
+            `p50 ${median(open)} ms, max ${slowest} ms; limit refused again ${refusedAt === null ? 'never' : `${refusedAt - backAt} ms`} after Redis answered ` +
+            `(${afterRestart.length} requests)\nbackground load:\n${summarize(loadOutcomes)}`,
+        );
+
+        expect(open.filter((o) => o.status !== 200 || o.clientError).map((o) => `${o.replica} ${o.status} ${o.code} ${o.clientError}`)).toEqual([]);
+        expect(open.filter((o) => o.ms > baselineMax + ADDED_LATENCY_BOUND_MS).map((o) => `${o.replica} ${o.ms} ms`)).toEqual([]);
+        expect(failuresDuring.map((n, i) => n > failuresBefore[i])).toEqual(cluster.gateways.map(() => true));
+        expect(refusedAt).not.toBeNull();
+        expect(refusedAt! - backAt).toBeLessThanOrEqual(LIMIT_BACK_BOUND_MS);
+        expect(loadOutcomes.filter((o) => o.status !== 200 || o.clientError)).toEqual([]);
+        for (const g of cluster.gateways) {
+          expect({ replica: g.name, exit: g.exit, healthz: (await timedGet(`${g.url}/healthz`)).status }).toEqual({
+            replica: g.name,
+            exit: null,
+            healthz: 200,
+          });
+        }
+        await sleep(1500);
+        expect(await moneyInvariantViolations(cluster)).toEqual([]);
+      },
+    ),
+  );
+});
+
+function median(outcomes: Outcome[]): number {
+  const sorted = outcomes.map((o) => o.ms).sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}

@@ -1,0 +1,157 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from 'pg';
+import { parse, stringify } from 'yaml';
+import { AdminClient } from './admin-client';
+import { FakeUpstream, startFakeUpstream } from './fake-upstream';
+import { GatewayProcess } from './fault-gateway';
+import { BROKEN_MODEL, FAULT_MODEL } from './fault-models';
+import { stopAllLoads } from './fault-requests';
+import { OwnPostgres, startOwnPostgres } from './own-postgres';
+import { OwnRedis, startOwnRedis } from './own-redis';
+import { RawConfig, TEST_ADMIN_TOKEN } from './test-app';
+
+
+export type SnapshotQuery = <R = Record<string, string>>(sql: string, params?: unknown[]) => Promise<R[]>;
+
+export interface FaultClusterOptions {
+  replicas: number;
+  /** limits.chat_burst; very high unless a test is about the burst limit. */
+  burst?: { requests: number; window_s: number };
+  /** A second fake upstream behind BROKEN_MODEL. */
+  badUpstream?: boolean;
+  /** Extra `billing:` settings (the defaults are what is under test, so normally none). */
+  billing?: Record<string, unknown>;
+}
+
+/**
+ * Everything a fault test breaks, each its own: a PostgreSQL and a redis-server on free ports, fake
+ * upstreams over real HTTP, and `replicas` gateway processes against them. `close()` ends all of it.
+ */
+export class FaultCluster {
+  gateways: GatewayProcess[] = [];
+  upstream!: FakeUpstream;
+  badUpstream: FakeUpstream | null = null;
+  pg!: OwnPostgres;
+  redis!: OwnRedis;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'fault-cluster-'));
+
+  get admin(): AdminClient {
+    const live = this.gateways.find((g) => g.alive);
+    if (!live) throw new Error('no live gateway for the admin API');
+    return new AdminClient(live.url, TEST_ADMIN_TOKEN);
+  }
+
+  async start(options: FaultClusterOptions): Promise<this> {
+    [this.pg, this.redis, this.upstream] = await Promise.all([startOwnPostgres(), startOwnRedis(), startFakeUpstream()]);
+    if (options.badUpstream) this.badUpstream = await startFakeUpstream();
+    const configPath = join(this.dir, 'gateway.yaml');
+    writeFileSync(configPath, stringify(this.config(options)));
+    const env = {
+      DATABASE_URL: this.pg.url,
+      REDIS_URL: this.redis.url,
+      PORT: '0',
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      GATEWAY_CONFIG: configPath,
+      LOG_LEVEL: 'warn',
+    };
+    // The first replica applies the migrations; the others start once the schema is there.
+    const names = Array.from({ length: options.replicas }, (_, i) => `replica-${i + 1}`);
+    this.gateways = names.map((name, i) => (i === 0 ? new GatewayProcess({ name, env }) : (null as unknown as GatewayProcess)));
+    await this.gateways[0].ready();
+    for (let i = 1; i < names.length; i++) this.gateways[i] = new GatewayProcess({ name: names[i], env });
+    await Promise.all(this.gateways.map((g) => g.ready()));
+    return this;
+  }
+
+  /** A query on a connection of its own (the database may have restarted since the last one). */
+  async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+    const client = new Client({ connectionString: this.pg.url, connectionTimeoutMillis: 3000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      return (await client.query(sql, params)).rows as T[];
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Several statements in one REPEATABLE READ snapshot, so their figures are of the same instant. */
+  async snapshot<T>(read: (q: SnapshotQuery) => Promise<T>): Promise<T> {
+    const client = new Client({ connectionString: this.pg.url, connectionTimeoutMillis: 3000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const result = await read(async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[]);
+      await client.query('COMMIT');
+      return result;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Each replica's recent output, to explain a failure. */
+  explain(): string {
+    return this.gateways
+      .filter(Boolean)
+      .map((g) => `----- ${g.name} (pid ${g.pid}, ${g.alive ? 'alive' : `exited ${JSON.stringify(g.exit)}`}) -----\n${g.tail(4000)}`)
+      .join('\n');
+  }
+
+  async close(): Promise<void> {
+    await stopAllLoads();
+    await Promise.allSettled(this.gateways.filter(Boolean).map((g) => g.stop(3000)));
+    await Promise.allSettled([this.upstream?.close(), this.badUpstream?.close(), this.redis?.stop(), this.pg?.destroy()]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private config(options: FaultClusterOptions): RawConfig {
+    const raw: RawConfig = parse(readFileSync(resolve(__dirname, '../../config/gateway.yaml'), 'utf8'));
+    const provider = (baseUrl: string) => ({ type: 'openai-compatible', base_url: baseUrl, timeouts: { connect_ms: 1000, request_ms: 10_000 } });
+    const chatModel = (model: typeof FAULT_MODEL, providerName: string) => ({
+      id: model.id,
+      kind: 'chat',
+      provider: providerName,
+      upstream_model: `upstream-${model.id}`,
+      input_price_per_million: model.input,
+      output_price_per_million: model.output,
+      max_output_tokens: model.maxOutput,
+    });
+    raw.providers.fake = provider(this.upstream.url);
+    raw.catalog.push(chatModel(FAULT_MODEL, 'fake'));
+    if (this.badUpstream) {
+      raw.providers.bad = provider(this.badUpstream.url);
+      raw.catalog.push(chatModel(BROKEN_MODEL, 'bad'));
+    }
+    raw.limits.chat_burst = options.burst ?? { requests: 100_000, window_s: 1 };
+    if (options.billing) raw.billing = { ...(raw.billing ?? {}), ...options.billing };
+    return raw;
+  }
+}
+
+export async function startFaultCluster(options: FaultClusterOptions): Promise<FaultCluster> {
+  const cluster = new FaultCluster();
+  try {
+    return await cluster.start(options);
+  } catch (err) {
+    const logs = cluster.explain();
+    await cluster.close();
+    throw new Error(`${(err as Error).message}\n${logs}`);
+  }
+}
+
+/** A test body whose failure message ends with every replica's recent output. */
+export function withReplicaLogs(cluster: () => FaultCluster | undefined, body: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    try {
+      await body();
+    } catch (err) {
+      await stopAllLoads();
+      const logs = cluster()?.explain();
+      if (err instanceof Error && logs) err.message += `\n\nReplica output:\n${logs}`;
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,104 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+const REPO_ROOT = resolve(__dirname, '../..');
+const OUTPUT_KEPT_CHARS = 64 * 1024;
+const START_TIMEOUT_MS = 60_000;
+
+export interface GatewayProcessOptions {
+  name: string;
+  env: Record<string, string>;
+}
+
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/**
+ * One gateway replica as a separate process (`src/main.ts` through ts-node), as an operator runs it:
+ * its own event loop, its own pools, so that a fault which ends it cannot hide behind the test's process.
+ * Its stdout and stderr are kept (the last 64 KiB) to explain a failing test.
+ */
+export class GatewayProcess {
+  /** e.g. http://127.0.0.1:41234 (no /v1); set once it listens. */
+  url = '';
+  exit: ExitStatus | null = null;
+  private output = '';
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<ExitStatus>;
+
+  constructor(readonly options: GatewayProcessOptions) {
+    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TS_NODE_PROJECT: 'tsconfig.json', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.on('data', (chunk: Buffer) => this.keep(chunk.toString('utf8')));
+    this.child.stderr!.on('data', (chunk: Buffer) => this.keep(chunk.toString('utf8')));
+    this.exited = new Promise((resolveExit) => {
+      this.child.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        this.keep(`\n[process exited: code ${code}, signal ${signal}]\n`);
+        resolveExit(this.exit);
+      });
+    });
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  get alive(): boolean {
+    return this.exit === null;
+  }
+
+  /** Resolves with the base URL once `main.ts` prints its listening line. */
+  async ready(): Promise<string> {
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      const match = /Gateway listening on http:\/\/localhost:(\d+)\/v1/.exec(this.output);
+      if (match) {
+        this.url = `http://127.0.0.1:${match[1]}`;
+        return this.url;
+      }
+      if (this.exit) throw new Error(`${this.name} exited before listening:\n${this.tail()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not listen within ${START_TIMEOUT_MS} ms:\n${this.tail()}`);
+      await sleep(25);
+    }
+  }
+
+  /** SIGKILL: the replica dies without a chance to give anything back. */
+  async kill9(): Promise<ExitStatus> {
+    if (this.alive) this.child.kill('SIGKILL');
+    return this.exited;
+  }
+
+  /** SIGTERM (graceful), then SIGKILL if it has not ended within `graceMs`. */
+  async stop(graceMs = 5000): Promise<ExitStatus> {
+    if (!this.alive) return this.exited;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The last lines it wrote (stdout and stderr interleaved). */
+  tail(chars = 8000): string {
+    return this.output.slice(-chars);
+  }
+
+  private keep(text: string): void {
+    this.output += text;
+    if (this.output.length > OUTPUT_KEPT_CHARS * 2) this.output = this.output.slice(-OUTPUT_KEPT_CHARS);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
