@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { connect } from 'node:net';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { audioFixture, audioForm, audioUsageRows, errorOf, FAKE_STT, FAKE_TTS, postSpeech, postTranscription, withFakeAudioProvider } from './support/audio-support';
+import { audioFixture, audioForm, audioUsageRows, errorOf, expectFairUse, FAKE_STT, fairUseUsed, FAKE_TTS, postSpeech, postTranscription, withFakeAudioProvider } from './support/audio-support';
 import { moneyOf, postChat, PricedModel, sdk, upstreamModelOf, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { FailureMode, FakeUpstream } from './support/fake-upstream';
 import { RawConfig, TestApp } from './support/test-app';
@@ -171,6 +171,7 @@ describe('misbehaving upstream streams', () => {
 
     it('breaks a speech response whose upstream resets mid-audio, records the error, and keeps serving', async () => {
       fake.failNext('resetMidStream');
+      const used = await fairUseUsed(db, accountId);
       const res = await postSpeech(gw, key, { model: FAKE_TTS.id, input: 'Hello there.' });
       expect(res.status).toBe(200);
       await expect(res.arrayBuffer()).rejects.toThrow();
@@ -178,6 +179,8 @@ describe('misbehaving upstream streams', () => {
       expect(Buffer.from(await ok.arrayBuffer())).toEqual(fake.speechAudio);
       const rows = await audioUsageRows(db, accountId, 2);
       expect(rows.map((r) => r.error_code)).toEqual(['upstream_error', null]);
+      // Included feature: the broken response's fair-use request is given back, only the good one counts.
+      await expectFairUse(db, accountId, used + 1);
     });
 
     it('answers speech with 502 when the upstream resets before any audio', async () => {
@@ -199,6 +202,7 @@ describe('misbehaving upstream streams', () => {
     );
 
     it('survives a client that aborts an upload mid-way, and serves the next one', async () => {
+      const used = await fairUseUsed(db, accountId);
       const { host, port } = new URL(gw.url);
       const boundary = 'gatewayboundary';
       const head = `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\n${FAKE_STT.id}\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.wav"\r\ncontent-type: audio/wav\r\n\r\n`;
@@ -215,6 +219,7 @@ describe('misbehaving upstream streams', () => {
       const ok = await postTranscription(gw, key, audioForm({ model: FAKE_STT.id }, { data: audioFixture('hello.wav'), name: 'hello.wav', type: 'audio/wav' }));
       expect(ok.status).toBe(200);
       expect(fake.requests.filter((r) => r.path === '/v1/audio/transcriptions')).toHaveLength(1);
+      await expectFairUse(db, accountId, used + 1);
     });
   });
 });

@@ -25,12 +25,18 @@ export function startEngine(command: string, args: string[], options: ProcessOpt
   child.stderr!.on('data', (chunk: Buffer) => {
     if (stderr.length < 4096) stderr += chunk.toString('utf8');
   });
-  const kill = () => child.kill('SIGKILL');
+  // A pipe to a child that died (EPIPE, ECONNRESET) fails its streams; the exit status tells the story.
+  for (const pipe of [child.stdin, child.stdout, child.stderr]) pipe?.on('error', () => undefined);
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
   const timer = setTimeout(kill, options.timeoutMs);
   options.signal.addEventListener('abort', kill, { once: true });
   const done = new Promise<string>((resolve, reject) => {
-    child.once('error', (err: NodeJS.ErrnoException) => {
+    // Not `once`: a spawn failure and a failed kill can both emit 'error', and a second one unheard would end the process.
+    child.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
+      options.signal.removeEventListener('abort', kill);
       if (err.code === 'ENOENT') {
         reject(new UpstreamFailure('engine_missing', `${command} is not installed (Debian package ${PACKAGES[command] ?? command}).`));
       } else {
@@ -45,7 +51,6 @@ export function startEngine(command: string, args: string[], options: ProcessOpt
       else reject(new UpstreamFailure('server_error', `${command} failed (${signal ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
     });
   });
-  child.stdin!.on('error', () => undefined); // the process may exit before reading all of its input
   if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   return { child, done };
 }

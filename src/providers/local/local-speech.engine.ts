@@ -31,6 +31,8 @@ export async function synthesizeSpeech(_model: CatalogEntry, input: SpeechInput,
   speaker.child.stdout!.pipe(encoder.child.stdin!);
 
   const body = new PassThrough();
+  // Its reader sees a failure through its iterator; a body nobody reads any more must not throw it.
+  body.on('error', () => undefined);
   const failed = Promise.all([speaker.done, encoder.done]).then(
     () => null,
     (err: UpstreamFailure) => err,
