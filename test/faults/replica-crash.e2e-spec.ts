@@ -1,0 +1,145 @@
+import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { moneyInvariantViolations } from '../support/fault-money';
+import { sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
+
+/**
+ * kill -9 of one of three gateway processes while it holds a budget lease (a request of it running).
+ * Issue 13 item 6: the dead replica's lease money is back within 15 s, the survivors then serve the
+ * account (200, not 402), their own running requests are never affected, and its in-flight request
+ * is not charged.
+ */
+jest.setTimeout(120_000);
+
+const LEASE_BACK_BOUND_MS = 15_000;
+const MAX_TOKENS = 200;
+
+describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
+  let cluster: FaultCluster;
+  const timings: string[] = [];
+
+  beforeAll(async () => {
+    cluster = await startFaultCluster({ replicas: 3 });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (timings.length) process.stdout.write(`\nReplica crash timings:\n${timings.join('\n')}\n`);
+    await cluster?.close();
+  });
+
+  const holdsOf = (accountId: string) =>
+    cluster.query<{ request_id: string; amount_micros: string }>(`SELECT request_id, amount_micros FROM holds WHERE account_id = $1`, [accountId]);
+
+  /** Waits until the account holds something; returns its hold rows then. */
+  async function heldFor(accountId: string): Promise<{ request_id: string; amount_micros: string }[]> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const holds = await holdsOf(accountId);
+      if (holds.length > 0) return holds;
+      if (Date.now() > deadline) throw new Error(`account ${accountId}: no hold appeared`);
+      await sleep(20);
+    }
+  }
+
+  /**
+   * The hold one chat request (MAX_TOKENS) takes, measured on an account far from plenty (its lease
+   * is then exactly its running requests' worst cases).
+   */
+  async function holdOfOneRequest(): Promise<bigint> {
+    const probe = await cluster.admin.createAccount({ creditsUsd: '0.05' });
+    const ended = new AbortController();
+    cluster.upstream.failNext('hang');
+    const running = fetch(`${cluster.gateways[0].url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${probe.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fault-chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: MAX_TOKENS }),
+      signal: ended.signal,
+    }).catch(() => null);
+    const holds = await heldFor(probe.accountId);
+    ended.abort();
+    await running;
+    return holds.reduce((sum, h) => sum + BigInt(h.amount_micros), 0n);
+  }
+
+  it(
+    'the killed replica\'s lease is back within 15 s; survivors then serve the account it starved (200, not 402); their own requests never fail',
+    withReplicaLogs(
+      () => cluster,
+      async () => {
+        const [survivorA, survivorB, victim] = cluster.gateways;
+        const hold = await holdOfOneRequest();
+        // Room for one such request, not two: while the victim's lease holds one, the survivors cannot place another.
+        const balance = (hold * 3n) / 2n;
+        const poor = await cluster.admin.createAccount({ creditsUsd: microsToUsd(balance) });
+        const rich = await cluster.admin.createAccount({ creditsUsd: 50 });
+        for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, poor.key)).status).toBe(200);
+
+        // A request of the victim's that holds the lease while it dies.
+        const requestsBefore = cluster.upstream.requests.length;
+        cluster.upstream.failNext('hang');
+        const inFlight = timedChat(victim, poor.key, { maxTokens: MAX_TOKENS, timeoutMs: 30_000 });
+        await cluster.upstream.waitFor(() => cluster.upstream.requests.length > requestsBefore);
+        const victimLease = await heldFor(poor.accountId);
+        const starvedMeanwhile = await timedChat(survivorA, poor.key, { maxTokens: MAX_TOKENS });
+
+        const load = startLoad([survivorA, survivorB], rich.key, { workers: 1, pauseMs: 50 });
+        await sleep(300);
+        await victim.kill9();
+        const killedAt = Date.now();
+        const victimOutcome = await inFlight;
+
+        // The lease row of the dead replica is swept and its money is no longer reserved.
+        const leaseIds = victimLease.map((h) => h.request_id);
+        let backAt: number | null = null;
+        while (Date.now() - killedAt < LEASE_BACK_BOUND_MS + 10_000) {
+          const [account] = await cluster.query<{ reserved: string; holds: string; dead: number }>(
+            `SELECT a.reserved_micros AS reserved,
+                    (SELECT COALESCE(sum(amount_micros), 0) FROM holds WHERE account_id = a.id) AS holds,
+                    (SELECT count(*)::int FROM holds WHERE request_id = ANY($2)) AS dead
+               FROM accounts a WHERE a.id = $1`,
+            [poor.accountId, leaseIds],
+          );
+          if (account.dead === 0 && account.reserved === account.holds) {
+            backAt = Date.now();
+            break;
+          }
+          await sleep(100);
+        }
+        const afterA = await timedChat(survivorA, poor.key, { maxTokens: MAX_TOKENS });
+        const afterB = await timedChat(survivorB, poor.key, { maxTokens: MAX_TOKENS });
+        const richOutcomes = await load.stop();
+        timings.push(
+          `replica kill -9: hold of one request ${hold} µUSD, account balance ${balance}; lease back ${backAt === null ? 'never' : `${backAt - killedAt} ms`} ` +
+            `after the kill; survivor meanwhile: ${starvedMeanwhile.status} ${starvedMeanwhile.code}; after: ${afterA.status}, ${afterB.status}; ` +
+            `victim's client: ${victimOutcome.status || victimOutcome.clientError}\nsurvivors' load:\n${summarize(richOutcomes)}`,
+        );
+
+        expect(victim.exit?.signal).toBe('SIGKILL');
+        expect(victimOutcome.status).not.toBe(200);
+        expect(backAt).not.toBeNull();
+        expect(backAt! - killedAt).toBeLessThanOrEqual(LEASE_BACK_BOUND_MS);
+        expect([afterA.status, afterA.code, afterB.status, afterB.code]).toEqual([200, null, 200, null]);
+        expect(richOutcomes.filter((o) => o.status !== 200 || o.clientError).map((o) => `${o.replica} ${o.status} ${o.code} ${o.clientError}`)).toEqual([]);
+        for (const g of [survivorA, survivorB]) {
+          expect({ replica: g.name, exit: g.exit, healthz: (await timedGet(`${g.url}/healthz`)).status }).toEqual({
+            replica: g.name,
+            exit: null,
+            healthz: 200,
+          });
+        }
+        // The dead replica's request went back uncharged: the account paid for the requests served by the others only.
+        await sleep(1500);
+        const charged = await cluster.query<{ request_id: string }>(
+          `SELECT request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY id`,
+          [poor.accountId],
+        );
+        const served = [starvedMeanwhile, afterA, afterB].filter((o) => o.status === 200).map((o) => o.requestId);
+        expect(charged.map((c) => c.request_id).sort()).toEqual(served.sort());
+        expect(await moneyInvariantViolations(cluster)).toEqual([]);
+      },
+    ),
+  );
+});
+
+function microsToUsd(micros: bigint): string {
+  return `${micros / 1_000_000n}.${(micros % 1_000_000n).toString().padStart(6, '0')}`;
+}
