@@ -1,4 +1,4 @@
-import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import Redis from 'ioredis';
 import { MetricsService } from '../../metrics/metrics.service';
@@ -29,7 +29,7 @@ return {hits, ttl}`;
 type BurstRedis = Redis & { burstHit(key: string, ttlMs: number): Promise<[number, number]> };
 
 /** The counters in Redis (REDIS_URL), shared by every replica. Owns its connection. */
-export class FixedWindowRedisStorage implements ThrottlerStorage, OnApplicationShutdown {
+export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, OnApplicationShutdown {
   readonly redis: BurstRedis;
   private readonly outage = new OutageLog();
 
@@ -52,6 +52,24 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnApplicationS
     // Without an 'error' listener ioredis would emit an unhandled 'error' event on every failed reconnect.
     this.redis.on('error', (err: Error) => this.outage.failed(err));
     this.redis.on('ready', () => this.outage.recovered());
+  }
+
+  /**
+   * Gives the first connection a moment before the app serves, so that the first requests after a
+   * start are limited (and not logged as an outage); a Redis that is down holds the start 0.5 s at most.
+   */
+  async onModuleInit(): Promise<void> {
+    if (this.redis.status === 'ready') return;
+    // Not events.once: it would reject on the 'error' of a Redis that is down.
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.redis.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, CONNECT_TIMEOUT_MS);
+      this.redis.on('ready', done);
+    });
   }
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
