@@ -33,11 +33,20 @@ export function gatewayDataSourceOptions(url: string, poolMax: number): Postgres
   };
 }
 
-/** Applies pending migrations on a connection of their own, without a statement timeout, then closes it. */
+/** Any number; the same in every replica, so that replicas starting together migrate one at a time. */
+const MIGRATION_LOCK = 7_463_900;
+
+/**
+ * Applies pending migrations on a connection of their own, without a statement timeout, then closes it.
+ * Replicas booting together on a new database take turns (a session advisory lock): the first migrates,
+ * the others then find nothing pending.
+ */
 export async function runMigrations(url: string): Promise<void> {
   const migrator = new DataSource({ ...dataSourceOptions(url), migrationsRun: false, extra: { max: 1, connectionTimeoutMillis: CONNECT_TIMEOUT_MS } });
   await migrator.initialize();
   try {
+    // One connection (max 1): the lock and the migrations share it.
+    await migrator.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await migrator.runMigrations({ transaction: 'all' });
   } finally {
     await migrator.destroy();
