@@ -1,5 +1,6 @@
 import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
 import { moneyInvariantViolations } from '../support/fault-money';
+import { TEST_ADMIN_TOKEN } from '../support/test-app';
 import { Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
 /**
@@ -12,6 +13,7 @@ jest.setTimeout(120_000);
 const BURST = { requests: 20, window_s: 2 };
 const ADDED_LATENCY_BOUND_MS = 50;
 const LIMIT_BACK_BOUND_MS = 5000;
+const REDIS_DOWN_MS = 3000;
 
 describe('Faults: Redis (2 gateway processes)', () => {
   let cluster: FaultCluster;
@@ -26,17 +28,21 @@ describe('Faults: Redis (2 gateway processes)', () => {
     await cluster?.close();
   });
 
-  /** `count` sequential chats from a fresh account, alternating replicas. */
-  async function sequentialChats(count: number): Promise<Outcome[]> {
+  /** Sequential chats from a fresh account, alternating replicas: `count` of them, for at least `minMs`. */
+  async function sequentialChats(count: number, minMs = 0): Promise<Outcome[]> {
     const { key } = await cluster.admin.createAccount({ creditsUsd: 20 });
     for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, key)).status).toBe(200);
     const outcomes: Outcome[] = [];
-    for (let i = 0; i < count; i++) outcomes.push(await timedChat(cluster.gateways[i % cluster.gateways.length], key));
+    const started = Date.now();
+    for (let i = 0; i < count || Date.now() - started < minMs; i++) {
+      outcomes.push(await timedChat(cluster.gateways[i % cluster.gateways.length], key));
+      if (minMs) await sleep(10);
+    }
     return outcomes;
   }
 
   const failuresCounted = async (url: string): Promise<number> => {
-    const { body } = await timedGet(`${url}/metrics`);
+    const { body } = await timedGet(`${url}/metrics`, TEST_ADMIN_TOKEN);
     const match = /^gateway_burst_limit_store_failures_total(?:\{[^}]*\})? (\d+)/m.exec(String(body));
     return match ? Number(match[1]) : 0;
   };
@@ -60,8 +66,8 @@ describe('Faults: Redis (2 gateway processes)', () => {
         await cluster.redis.kill();
         const killedAt = Date.now();
 
-        // Redis down: more than the limit in one window, every one served, none slowed by more than 50 ms.
-        const open = await sequentialChats(BURST.requests * 2);
+        // Redis down for 3 s: more than the limit in one window, every one served, none slowed by more than 50 ms.
+        const open = await sequentialChats(BURST.requests * 2, REDIS_DOWN_MS);
         const downFor = Date.now() - killedAt;
         const failuresDuring = await Promise.all(cluster.gateways.map((g) => failuresCounted(g.url)));
         for (const g of cluster.gateways) expect({ replica: g.name, exit: g.exit }).toEqual({ replica: g.name, exit: null });
