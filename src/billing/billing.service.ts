@@ -453,8 +453,11 @@ export class BillingService {
     this.track(
       this.db.query(`SELECT billing_release($1, $2)`, [lease.accountId, lease.id]).then(
         () => undefined,
-        // Its row expires and the sweeper releases it.
-        (err: Error) => this.logger.error({ err }, `Could not give back budget lease ${lease.id}: ${err.message}`),
+        // Its row expires and the sweeper releases it: while the database is down, that is expected.
+        (err: Error) =>
+          isDatabaseUnavailable(err)
+            ? this.logger.warn(`Budget lease ${lease.id} not given back (database unavailable); it expires and is swept`)
+            : this.logger.error({ err }, `Could not give back budget lease ${lease.id}: ${err.message}`),
       ),
     );
   }

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { BillingService } from './billing.service';
 
 /**
@@ -76,6 +77,7 @@ export class HoldSweeper implements OnApplicationBootstrap {
     this.sweepsFrom = Date.now() + this.leaseTtlMs;
     if (this.failing) return;
     this.failing = true;
-    this.logger.error({ err }, `Budget lease renewal or hold sweep failed, retrying every pass: ${err.message}`);
+    if (isDatabaseUnavailable(err)) this.logger.warn(`Budget lease renewal or hold sweep failed (database unavailable), retrying every pass: ${err.message}`);
+    else this.logger.error({ err }, `Budget lease renewal or hold sweep failed, retrying every pass: ${err.message}`);
   }
 }
