@@ -114,6 +114,8 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
         );
 
         expect(victim.exit?.signal).toBe('SIGKILL');
+        // The premise: while the dead replica's lease held the money, the survivors could not place the request.
+        expect([starvedMeanwhile.status, starvedMeanwhile.code]).toEqual([402, 'insufficient_credits']);
         expect(victimOutcome.status).not.toBe(200);
         expect(backAt).not.toBeNull();
         expect(backAt! - killedAt).toBeLessThanOrEqual(LEASE_BACK_BOUND_MS);
