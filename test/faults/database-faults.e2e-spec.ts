@@ -60,11 +60,16 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
   }
 
   /** After the fault: every 200 charged exactly once, no refused request charged, invariants over every account. */
-  async function expectMoneyExact(outcomes: Outcome[]): Promise<void> {
+  async function expectMoneyExact(outcomes: Outcome[], faultAt = 0): Promise<void> {
     const served = outcomes.filter((o) => o.status === 200).map((o) => o.requestId!);
     const refused = outcomes.filter((o) => o.status !== 200 && o.requestId).map((o) => o.requestId!);
     expect(served.every(Boolean)).toBe(true);
-    expect(await waitUntilChargedExactlyOnce(cluster, served)).toEqual([]);
+    const byId = new Map(outcomes.map((o) => [o.requestId, o]));
+    const when = (problem: string) => {
+      const o = byId.get(problem.split(':')[0])!;
+      return `${problem} [${o.replica}, ${o.stream ? 'streamed' : 'JSON'}, started ${o.startedAt - faultAt} ms after the fault, took ${o.ms} ms]`;
+    };
+    expect((await waitUntilChargedExactlyOnce(cluster, served)).map(when)).toEqual([]);
     expect(await chargedAmong(cluster, refused)).toEqual([]);
     expect(await moneyInvariantViolations(cluster)).toEqual([]);
   }
@@ -159,7 +164,7 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
           expect(refusedInOutage.length).toBeGreaterThan(0);
           expect(recoveryMs.filter((ms) => ms > RECOVERY_BOUND_MS)).toEqual([]);
           expect(readyAgain.map((r) => r.status)).toEqual(cluster.gateways.map(() => 200));
-          await expectMoneyExact(outcomes);
+          await expectMoneyExact(outcomes, faultAt);
         },
       ),
     );

@@ -36,6 +36,7 @@ export class FaultCluster {
   pg!: OwnPostgres;
   redis!: OwnRedis;
   private readonly dir = mkdtempSync(join(tmpdir(), 'fault-cluster-'));
+  private failed = false;
 
   get admin(): AdminClient {
     const live = this.gateways.find((g) => g.alive);
@@ -58,9 +59,10 @@ export class FaultCluster {
     };
     // The first replica applies the migrations; the others start once the schema is there.
     const names = Array.from({ length: options.replicas }, (_, i) => `replica-${i + 1}`);
-    this.gateways = names.map((name, i) => (i === 0 ? new GatewayProcess({ name, env }) : (null as unknown as GatewayProcess)));
+    const replica = (name: string) => new GatewayProcess({ name, env, logFile: join(this.dir, `${name}.log`) });
+    this.gateways = [replica(names[0])];
     await this.gateways[0].ready();
-    for (let i = 1; i < names.length; i++) this.gateways[i] = new GatewayProcess({ name: names[i], env });
+    this.gateways.push(...names.slice(1).map(replica));
     await Promise.all(this.gateways.map((g) => g.ready()));
     return this;
   }
@@ -92,9 +94,10 @@ export class FaultCluster {
     }
   }
 
-  /** Each replica's recent output, to explain a failure. */
+  /** Each replica's recent output, to explain a failure; its whole output stays in the cluster's folder. */
   explain(): string {
-    return this.gateways
+    this.failed = true;
+    return `Full output of each replica: ${this.dir}/replica-*.log (kept after a failure)\n` + this.gateways
       .filter(Boolean)
       .map((g) => `----- ${g.name} (pid ${g.pid}, ${g.alive ? 'alive' : `exited ${JSON.stringify(g.exit)}`}) -----\n${g.tail(4000)}`)
       .join('\n');
@@ -104,7 +107,7 @@ export class FaultCluster {
     await stopAllLoads();
     await Promise.allSettled(this.gateways.filter(Boolean).map((g) => g.stop(3000)));
     await Promise.allSettled([this.upstream?.close(), this.badUpstream?.close(), this.redis?.stop(), this.pg?.destroy()]);
-    rmSync(this.dir, { recursive: true, force: true });
+    if (!this.failed) rmSync(this.dir, { recursive: true, force: true });
   }
 
   private config(options: FaultClusterOptions): RawConfig {

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 const REPO_ROOT = resolve(__dirname, '../..');
@@ -8,6 +9,8 @@ const START_TIMEOUT_MS = 60_000;
 export interface GatewayProcessOptions {
   name: string;
   env: Record<string, string>;
+  /** Where all of its output is written as well (the buffer keeps only the end). */
+  logFile: string;
 }
 
 export interface ExitStatus {
@@ -18,7 +21,7 @@ export interface ExitStatus {
 /**
  * One gateway replica as a separate process (`src/main.ts` through ts-node), as an operator runs it:
  * its own event loop, its own pools, so that a fault which ends it cannot hide behind the test's process.
- * Its stdout and stderr are kept (the last 64 KiB) to explain a failing test.
+ * Its stdout and stderr are kept (the last 64 KiB, and all of it in `logFile`) to explain a failing test.
  */
 export class GatewayProcess {
   /** e.g. http://127.0.0.1:41234 (no /v1); set once it listens. */
@@ -96,6 +99,7 @@ export class GatewayProcess {
   }
 
   private keep(text: string): void {
+    appendFileSync(this.options.logFile, text);
     this.output += text;
     if (this.output.length > OUTPUT_KEPT_CHARS * 2) this.output = this.output.slice(-OUTPUT_KEPT_CHARS);
   }
