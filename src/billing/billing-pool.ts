@@ -8,19 +8,16 @@ export const BILLING_POOL = Symbol('BILLING_POOL');
 const logger = new Logger('BillingPool');
 
 /**
- * Connections for the chat hot path (hold and settlement), apart from TypeORM's pool.
- * synchronous_commit=off: a commit returns before its WAL reaches the disk, so the account row lock
- * is not held across a disk flush; every request serialises on that lock, which made the flush the
- * throughput limit of a busy account. A crash of PostgreSQL itself (not of the gateway) can lose
- * the last fraction of a second of holds and charges, never part of one: each is one statement,
- * so balances, holds and the ledger stay consistent and nothing spends past its limits.
- * Operator writes (top-ups, keys, limits) stay on the durable TypeORM pool. docs/billing.md
+ * Connections for the chat hot path (lease grows and settlements), apart from TypeORM's pool, so that
+ * admin and usage queries never queue in front of a request's billing call. Commits are durable
+ * (synchronous_commit on): a charge whose response was delivered must survive a crash of PostgreSQL
+ * itself. Group commit (StatementBatcher) shares each WAL flush among the requests that arrive
+ * together. docs/billing.md
  */
 export function createBillingPool(databaseUrl: string, env: Env): Pool {
   const pool = new Pool({
     connectionString: databaseUrl,
     max: env.billingPoolMax,
-    options: '-c synchronous_commit=off',
     ...requestPathTimeouts(),
   });
   // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool and
