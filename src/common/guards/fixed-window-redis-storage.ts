@@ -7,7 +7,7 @@ import { fixedWindowRecord, ThrottlerStorageRecord } from './fixed-window-storag
 /**
  * Fail fast while Redis is away: a chat request must not wait for it (the guard lets it through).
  * No offline queue, so a command sent while disconnected fails at once; a command to a Redis that
- * hangs fails after COMMAND_TIMEOUT_MS; reconnection runs in the background, at most
+ * hangs fails after COMMAND_TIMEOUT_MS (answerWithin); reconnection runs in the background, at most
  * MAX_RECONNECT_DELAY_MS apart, so the limit is back about a second after Redis is.
  */
 const COMMAND_TIMEOUT_MS = 30;
@@ -39,7 +39,6 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
   ) {
     this.redis = new Redis(url, {
       enableOfflineQueue: false,
-      commandTimeout: COMMAND_TIMEOUT_MS,
       connectTimeout: CONNECT_TIMEOUT_MS,
       // A command in flight when the connection drops fails then, instead of waiting for a reconnect.
       maxRetriesPerRequest: 0,
@@ -74,7 +73,7 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
     try {
-      const [hits, msLeft] = await this.redis.burstHit(`burst:${key}`, ttl);
+      const [hits, msLeft] = await answerWithin(this.redis.burstHit(`burst:${key}`, ttl), COMMAND_TIMEOUT_MS);
       return fixedWindowRecord(hits, msLeft, limit);
     } catch (err) {
       this.metrics.burstLimitStoreFailed();
@@ -86,6 +85,41 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
   onApplicationShutdown(): void {
     this.redis.disconnect(false);
   }
+}
+
+/**
+ * Rejects when `command` has no answer `ms` after it was sent. Unlike ioredis's commandTimeout, the
+ * deadline is checked only after the event loop has read the sockets (setImmediate runs after the poll
+ * phase): under load, a timer can fire late with Redis's answer already waiting, and our own lag must
+ * not count as a Redis failure (measured: 109 of 29,000 requests let through unlimited at 100 connections).
+ */
+function answerWithin<T>(command: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new Error(`Redis did not answer within ${ms} ms`));
+        }),
+      ms,
+    );
+    command.then(
+      (answer) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(answer);
+      },
+      (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** At most one line per OUTAGE_LOG_INTERVAL_MS about the outage, and one when Redis is back. */
