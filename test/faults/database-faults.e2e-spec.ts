@@ -1,4 +1,4 @@
-import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
 import { chargedAmong, moneyInvariantViolations, waitUntilChargedExactlyOnce } from '../support/fault-money';
 import { firstNormalChatAt, Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
@@ -17,16 +17,7 @@ const OUTAGE_MS = 3000;
 
 describe('Faults: PostgreSQL (3 gateway processes)', () => {
   let cluster: FaultCluster;
-  const timings: string[] = [];
-
-  beforeAll(async () => {
-    cluster = await startFaultCluster({ replicas: 3 });
-  }, 120_000);
-
-  afterAll(async () => {
-    if (timings.length) process.stdout.write(`\nPostgreSQL fault timings:\n${timings.join('\n')}\n`);
-    await cluster?.close();
-  });
+  const timings = useFaultCluster({ replicas: 3 }, 'PostgreSQL fault timings', (started) => (cluster = started));
 
   /** A funded account whose key every replica has cached (GET /v1/models) and used for chat. */
   async function warmAccount(): Promise<{ accountId: string; key: string }> {

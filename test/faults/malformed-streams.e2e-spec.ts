@@ -1,6 +1,6 @@
 import { APIConnectionError, APIError } from 'openai';
 import type { FailureMode } from '../support/fake-upstream';
-import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
 import { chargedAmong, moneyInvariantViolations } from '../support/fault-money';
 import { BROKEN_MODEL } from '../support/fault-models';
 import { Outcome, sdkFor, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
@@ -21,17 +21,11 @@ describe('Faults: malformed upstream streams (2 gateway processes)', () => {
   let broken: { accountId: string; key: string };
   let healthy: { accountId: string; key: string };
   const brokenRequestIds: string[] = [];
-  const timings: string[] = [];
+  const timings = useFaultCluster({ replicas: 2, badUpstream: true }, 'Malformed stream timings', (started) => (cluster = started));
 
   beforeAll(async () => {
-    cluster = await startFaultCluster({ replicas: 2, badUpstream: true });
     broken = await cluster.admin.createAccount({ creditsUsd: 10 });
     healthy = await cluster.admin.createAccount({ creditsUsd: 10 });
-  }, 120_000);
-
-  afterAll(async () => {
-    if (timings.length) process.stdout.write(`\nMalformed stream timings:\n${timings.join('\n')}\n`);
-    await cluster?.close();
   });
 
   /** 502 upstream_error before the first byte, or a 200 stream that ends in an in-band upstream_error event without [DONE]. */

@@ -1,4 +1,4 @@
-import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
 import { moneyInvariantViolations } from '../support/fault-money';
 import { TEST_ADMIN_TOKEN } from '../support/test-app';
 import { Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
@@ -17,16 +17,7 @@ const REDIS_DOWN_MS = 3000;
 
 describe('Faults: Redis (2 gateway processes)', () => {
   let cluster: FaultCluster;
-  const timings: string[] = [];
-
-  beforeAll(async () => {
-    cluster = await startFaultCluster({ replicas: 2, burst: BURST });
-  }, 120_000);
-
-  afterAll(async () => {
-    if (timings.length) process.stdout.write(`\nRedis fault timings:\n${timings.join('\n')}\n`);
-    await cluster?.close();
-  });
+  const timings = useFaultCluster({ replicas: 2, burst: BURST }, 'Redis fault timings', (started) => (cluster = started));
 
   /** Sequential chats from a fresh account, alternating replicas: `count` of them, for at least `minMs`. */
   async function sequentialChats(count: number, minMs = 0): Promise<Outcome[]> {

@@ -1,4 +1,4 @@
-import { FaultCluster, startFaultCluster, withReplicaLogs } from '../support/fault-cluster';
+import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
 import { moneyInvariantViolations } from '../support/fault-money';
 import { sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
@@ -15,16 +15,7 @@ const MAX_TOKENS = 200;
 
 describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
   let cluster: FaultCluster;
-  const timings: string[] = [];
-
-  beforeAll(async () => {
-    cluster = await startFaultCluster({ replicas: 3 });
-  }, 120_000);
-
-  afterAll(async () => {
-    if (timings.length) process.stdout.write(`\nReplica crash timings:\n${timings.join('\n')}\n`);
-    await cluster?.close();
-  });
+  const timings = useFaultCluster({ replicas: 3 }, 'Replica crash timings', (started) => (cluster = started));
 
   const holdsOf = (accountId: string) =>
     cluster.query<{ request_id: string; amount_micros: string }>(`SELECT request_id, amount_micros FROM holds WHERE account_id = $1`, [accountId]);

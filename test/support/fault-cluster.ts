@@ -145,6 +145,24 @@ export async function startFaultCluster(options: FaultClusterOptions): Promise<F
   }
 }
 
+/**
+ * Starts a cluster before a spec's tests (handing it to `started`) and closes it after them, printing
+ * the timings the tests pushed under `title`. Returns those timings.
+ */
+export function useFaultCluster(options: FaultClusterOptions, title: string, started: (cluster: FaultCluster) => void): string[] {
+  const timings: string[] = [];
+  let cluster: FaultCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startFaultCluster(options);
+    started(cluster);
+  }, 120_000);
+  afterAll(async () => {
+    if (timings.length) process.stdout.write(`\n${title}:\n${timings.join('\n')}\n`);
+    await cluster?.close();
+  });
+  return timings;
+}
+
 /** A test body whose failure message ends with every replica's recent output. */
 export function withReplicaLogs(cluster: () => FaultCluster | undefined, body: () => Promise<void>): () => Promise<void> {
   return async () => {
