@@ -4,7 +4,7 @@ import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
 import { BillingModule } from './billing/billing.module';
 import { ChatModule } from './chat/chat.module';
-import { BurstLimitModule } from './common/guards/burst-limit.module';
+import { BurstLimitModule } from './burst-limit/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { AccessLogMiddleware } from './common/http/access-log.middleware';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';

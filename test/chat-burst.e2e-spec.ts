@@ -1,7 +1,7 @@
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { once } from 'node:events';
 import OpenAI from 'openai';
-import { FixedWindowRedisStorage } from '../src/common/guards/fixed-window-redis-storage';
+import { FixedWindowRedisStorage } from '../src/burst-limit/fixed-window-redis-storage';
 import { AdminClient } from './support/admin-client';
 import { moneyOf, postChat, PricedModel, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';

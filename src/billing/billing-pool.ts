@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { Env } from '../config/env';
-import { requestPathTimeouts } from '../database/pool-settings';
+import { requestPathTimeouts } from '../common/database/pool-settings';
 
 export const BILLING_POOL = Symbol('BILLING_POOL');
 

@@ -5,7 +5,6 @@ import { AccountsService } from './accounts.service';
 import { BILLING_POOL, createBillingPool } from './billing-pool';
 import { BillingService } from './billing.service';
 import { HoldSweeper } from './hold-sweeper.service';
-import { PendingWrites } from './pending-writes';
 
 @Global()
 @Module({
@@ -14,9 +13,8 @@ import { PendingWrites } from './pending-writes';
     BillingService,
     HoldSweeper,
     { provide: BILLING_POOL, inject: [DATABASE_URL, ENV], useFactory: createBillingPool },
-    PendingWrites,
   ],
-  exports: [AccountsService, BillingService, PendingWrites],
+  exports: [AccountsService, BillingService],
 })
 export class BillingModule implements OnApplicationShutdown {
   constructor(

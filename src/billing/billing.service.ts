@@ -6,11 +6,11 @@ import { ErrorCode, GatewayError } from '../common/errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { microsToUsd } from '../common/money';
 import { monthKey } from '../common/month';
-import { isDatabaseUnavailable } from '../database/database-unavailable';
+import { isDatabaseUnavailable } from '../common/database/database-unavailable';
 import { usageRecordInsert, UsageRecordValues, UsageService } from '../usage/usage.service';
 import { BILLING_POOL } from './billing-pool';
 import { BudgetLease } from './budget-lease';
-import { PendingWriteLost, PendingWrites } from './pending-writes';
+import { PendingWriteLost, PendingWrites } from '../usage/pending-writes';
 import { StatementBatcher } from './statement-batcher';
 import { costMicros, TokenPrices, tokenPrices } from './token-prices';
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
-import { isDatabaseUnavailable } from '../database/database-unavailable';
+import { isDatabaseUnavailable } from '../common/database/database-unavailable';
 import { BillingService } from './billing.service';
 
 /**

@@ -1,6 +1,6 @@
 import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
-import { AccountThrottlerGuard } from '../common/guards/account-throttler.guard';
+import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { ChatRequest, ChatRequestPipe } from './chat-request.pipe';

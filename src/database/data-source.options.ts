@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
-import { CONNECT_TIMEOUT_MS, requestPathTimeouts } from './pool-settings';
+import { CONNECT_TIMEOUT_MS, requestPathTimeouts } from '../common/database/pool-settings';
 
 /** The schema's options, without timeouts: the TypeORM CLI (ormconfig.ts) and the migrations run with these. */
 export function dataSourceOptions(url: string): PostgresConnectionOptions {

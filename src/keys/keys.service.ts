@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import { IsNull, Repository } from 'typeorm';
 import { DATABASE_URL } from '../config/config.tokens';
-import { CONNECT_TIMEOUT_MS } from '../database/pool-settings';
+import { CONNECT_TIMEOUT_MS } from '../common/database/pool-settings';
 import { AuthContext } from '../common/http/gateway-request';
 import { ApiKey } from './api-key.entity';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';

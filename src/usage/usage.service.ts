@@ -7,8 +7,8 @@ import { secondsSince } from '../common/elapsed';
 import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
-import { PendingWriteLost, PendingWrites } from '../billing/pending-writes';
-import { isDatabaseUnavailable } from '../database/database-unavailable';
+import { PendingWriteLost, PendingWrites } from './pending-writes';
+import { isDatabaseUnavailable } from '../common/database/database-unavailable';
 
 const LATEST_LIMIT = 50;
 const MAX_MODEL_LENGTH = 200;

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
 import type { Response } from 'express';
-import { isDatabaseUnavailable } from '../../database/database-unavailable';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../http/gateway-request';
 import { assignRequestId } from '../http/request-id';

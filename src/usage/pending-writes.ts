@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { microsToUsd } from '../common/money';
-import { isDatabaseUnavailable } from '../database/database-unavailable';
+import { isDatabaseUnavailable } from '../common/database/database-unavailable';
 import { MetricsService } from '../metrics/metrics.service';
 
 /** What a kept write is, for the log line should it be lost. */

@@ -1,6 +1,6 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
-import { GatewayRequest } from '../http/gateway-request';
+import { GatewayRequest } from '../common/http/gateway-request';
 
 /**
  * The per-account chat burst limit (limits.chat_burst). Runs after the global ApiKeyGuard, so the

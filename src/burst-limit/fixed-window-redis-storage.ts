@@ -1,7 +1,7 @@
 import { Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import Redis from 'ioredis';
-import { MetricsService } from '../../metrics/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { fixedWindowRecord, ThrottlerStorageRecord } from './fixed-window-storage';
 
 /**

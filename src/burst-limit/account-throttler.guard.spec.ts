@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { ThrottlerException } from '@nestjs/throttler';
-import { MetricsService } from '../../metrics/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { AccountThrottlerGuard } from './account-throttler.guard';
 import { FixedWindowRedisStorage } from './fixed-window-redis-storage';
 import { FixedWindowMemoryStorage } from './fixed-window-storage';

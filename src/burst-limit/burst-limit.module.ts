@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
 import { ThrottlerModule, ThrottlerModuleOptions } from '@nestjs/throttler';
-import { ENV, GATEWAY_CONFIG } from '../../config/config.tokens';
-import { Env } from '../../config/env';
-import { GatewayConfig } from '../../config/gateway-config.schema';
-import { MetricsService } from '../../metrics/metrics.service';
+import { ENV, GATEWAY_CONFIG } from '../config/config.tokens';
+import { Env } from '../config/env';
+import { GatewayConfig } from '../config/gateway-config.schema';
+import { MetricsService } from '../metrics/metrics.service';
 import { FixedWindowRedisStorage } from './fixed-window-redis-storage';
 import { FixedWindowMemoryStorage } from './fixed-window-storage';
 
