@@ -289,6 +289,9 @@ export class BillingService {
     } catch (err) {
       // Let the response-close hook write the usage record instead (not for a lost one: it was logged).
       if (req.usage && !(err instanceof PendingWriteLost)) req.usage.recorded = false;
+      // Whether the statement committed is not known for sure, so neither is the lease row's size: no new
+      // request goes into this lease, and giving it back (billing_release) returns whatever its row holds.
+      this.retire(lease);
       throw err;
     } finally {
       this.free(lease, pending);

@@ -100,12 +100,13 @@ export class UsageService {
     const draft = newUsageDraft(req.path);
     req.usage = draft;
     res.once('close', () => {
-      if (draft.recorded) return;
       // Closed before the response was complete and with no error of ours: the client went away.
       const clientLeft = !res.headersSent || (!res.writableFinished && draft.errorCode === null);
       const status = clientLeft ? CLIENT_CLOSED_REQUEST : res.statusCode;
+      // Noted even when the settlement has claimed the record already: should it fail, the record is
+      // written uncharged with this status (settlementAbandoned).
       if (draft.awaitingSettlement) draft.closedStatus = status;
-      else this.recordUncharged(req, status);
+      else if (!draft.recorded) this.recordUncharged(req, status);
     });
   }
 
