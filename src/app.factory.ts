@@ -16,6 +16,8 @@ export async function createGatewayApp(options: GatewayOptions): Promise<INestAp
   app.useLogger(app.get(PinoNestLogger));
   app.disable('x-powered-by');
   app.set('etag', false);
+  // req.ip: the socket's address, or the entry the trusted proxies added to X-Forwarded-For (TRUST_PROXY_HOPS).
+  app.set('trust proxy', options.env.trustProxyHops);
   setupOpenApi(app);
   return app;
 }

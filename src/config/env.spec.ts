@@ -14,6 +14,7 @@ describe('readEnv', () => {
       logLevel: 'info',
       databasePoolMax: 10,
       billingPoolMax: 10,
+      trustProxyHops: 0,
     });
   });
 
@@ -22,21 +23,23 @@ describe('readEnv', () => {
       PORT: '9000',
       DATABASE_URL: 'postgres://u:p@db:5432/gw',
       REDIS_URL: 'rediss://cache:6380',
-      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       GATEWAY_CONFIG: '/etc/gateway.yaml',
       LOG_LEVEL: 'debug',
       DATABASE_POOL_MAX: '4',
       BILLING_POOL_MAX: '6',
+      TRUST_PROXY_HOPS: '1',
     });
     expect(sut).toEqual({
       port: 9000,
       databaseUrl: 'postgres://u:p@db:5432/gw',
       redisUrl: 'rediss://cache:6380',
-      adminToken: 'a-long-enough-admin-token',
+      adminToken: 'a-long-enough-admin-token-0123456789',
       gatewayConfigPath: '/etc/gateway.yaml',
       logLevel: 'debug',
       databasePoolMax: 4,
       billingPoolMax: 6,
+      trustProxyHops: 1,
     });
   });
 
@@ -59,13 +62,24 @@ describe('readEnv', () => {
     ['REDIS_URL', { REDIS_URL: 'http://cache:6379' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://db/gateway' }],
     ['ADMIN_TOKEN', { ADMIN_TOKEN: 'short' }],
+    ['ADMIN_TOKEN', { ADMIN_TOKEN: 'x'.repeat(31) }],
     ['DATABASE_POOL_MAX', { DATABASE_POOL_MAX: '0' }],
     ['DATABASE_POOL_MAX', { DATABASE_POOL_MAX: '2.5' }],
     ['BILLING_POOL_MAX', { BILLING_POOL_MAX: 'ten' }],
     ['BILLING_POOL_MAX', { BILLING_POOL_MAX: '5000' }],
+    ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: '-1' }],
+    ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: 'true' }],
+    ['TRUST_PROXY_HOPS', { TRUST_PROXY_HOPS: '11' }],
   ])('refuses a bad %s, naming it', (name, env) => {
     expect(() => readEnv(env)).toThrow(ConfigError);
     expect(() => readEnv(env)).toThrow(new RegExp(`^${name}: `));
+  });
+
+  it('accepts an ADMIN_TOKEN of exactly 32 characters and refuses 31 with a start-up message naming the minimum', () => {
+    expect(readEnv({ ADMIN_TOKEN: 'x'.repeat(32) }).adminToken).toBe('x'.repeat(32));
+    expect(() => readEnv({ ADMIN_TOKEN: 'secret-'.repeat(4) + 'abc' })).toThrow(
+      /^ADMIN_TOKEN: must be at least 32 characters \(got 31\); generate one with: openssl rand -hex 24$/,
+    );
   });
 
   it('never puts a secret in its error messages', () => {

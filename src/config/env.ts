@@ -16,10 +16,18 @@ export interface Env {
   databasePoolMax: number;
   /** Connections of the billing pool (BILLING_POOL_MAX). */
   billingPoolMax: number;
+  /**
+   * Reverse proxies in front of the gateway whose X-Forwarded-For entry is trusted (TRUST_PROXY_HOPS):
+   * 0 = the client address is the socket's, so a client cannot choose it by sending the header.
+   */
+  trustProxyHops: number;
 }
 
 const DEFAULT_POOL_MAX = 10;
 const MAX_POOL_MAX = 1000;
+/** A guessable admin token is the whole admin API: 32 characters of a random alphabet are out of reach. */
+export const ADMIN_TOKEN_MIN_LENGTH = 32;
+const MAX_TRUST_PROXY_HOPS = 10;
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const port = Number(source.PORT ?? '8080');
@@ -37,8 +45,11 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     if (value && !isUrl(value, allowed)) throw new ConfigError(`${name}: not a valid URL (expected ${allowed.join(' or ')}//...)`);
   }
   const adminToken = source.ADMIN_TOKEN || undefined;
-  if (adminToken !== undefined && adminToken.length < 16) {
-    throw new ConfigError('ADMIN_TOKEN: must be at least 16 characters');
+  if (adminToken !== undefined && adminToken.length < ADMIN_TOKEN_MIN_LENGTH) {
+    // The length is safe to name; the token itself is never echoed.
+    throw new ConfigError(
+      `ADMIN_TOKEN: must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (got ${adminToken.length}); generate one with: openssl rand -hex 24`,
+    );
   }
   return {
     port,
@@ -49,7 +60,17 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     logLevel,
     databasePoolMax: poolSize(source, 'DATABASE_POOL_MAX'),
     billingPoolMax: poolSize(source, 'BILLING_POOL_MAX'),
+    trustProxyHops: trustProxyHops(source.TRUST_PROXY_HOPS),
   };
+}
+
+function trustProxyHops(raw: string | undefined): number {
+  if (!raw) return 0;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || value > MAX_TRUST_PROXY_HOPS) {
+    throw new ConfigError(`TRUST_PROXY_HOPS: must be an integer between 0 and ${MAX_TRUST_PROXY_HOPS} (got ${JSON.stringify(raw)})`);
+  }
+  return value;
 }
 
 function poolSize(source: NodeJS.ProcessEnv, name: 'DATABASE_POOL_MAX' | 'BILLING_POOL_MAX'): number {

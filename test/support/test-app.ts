@@ -51,6 +51,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     logLevel: (process.env.TEST_LOG_LEVEL as Env['logLevel']) ?? 'silent',
     databasePoolMax: 10,
     billingPoolMax: 10,
+    trustProxyHops: 0,
     ...options.env,
   };
   const app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl! });
