@@ -1,14 +1,16 @@
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env';
+import { AdminTokenThrottle } from './admin-token-throttle';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AdminTokenService } from './admin-token.service';
 
-const TOKEN = 'operator-token-0123456789';
+const TOKEN = 'operator-token-0123456789abcdefghijklmnop';
 
-function contextFor(authorization?: string) {
-  const req = { headers: authorization === undefined ? {} : { authorization } };
-  return new ExecutionContextHost([req, {}]);
+function contextFor(authorization?: string, ip = '203.0.113.7', headers: Record<string, string> = {}) {
+  const req = { ip, headers: authorization === undefined ? {} : { authorization } };
+  const res = { setHeader: (name: string, value: string) => (headers[name] = value) };
+  return new ExecutionContextHost([req, res]);
 }
 
 describe(AdminTokenGuard.name, () => {
@@ -20,7 +22,7 @@ describe(AdminTokenGuard.name, () => {
     const tokens = new AdminTokenService({ adminToken: TOKEN } as Env, db);
     await tokens.onModuleInit();
     expect(tokens.generatedToken).toBeNull();
-    sut = new AdminTokenGuard(tokens);
+    sut = new AdminTokenGuard(tokens, new AdminTokenThrottle({ maxFailures: 3, windowMs: 60_000, maxAddresses: 100 }));
   });
 
   it('accepts the configured token with the Bearer scheme', () => {
@@ -37,5 +39,33 @@ describe(AdminTokenGuard.name, () => {
     ['another token of the same length', `Bearer ${TOKEN.replace('o', 'x')}`],
   ])('refuses %s with 401 invalid_admin_token', (_name, header) => {
     expect(() => sut.canActivate(contextFor(header))).toThrow(expect.objectContaining({ code: 'invalid_admin_token', status: 401 }));
+  });
+
+  describe('guessing', () => {
+    const WRONG = `Bearer ${TOKEN.replace('o', 'x')}`;
+
+    it('answers 429 rate_limit_exceeded with Retry-After once an address has had its tries', () => {
+      for (let i = 0; i < 3; i++) expect(() => sut.canActivate(contextFor(WRONG))).toThrow(expect.objectContaining({ status: 401 }));
+      const headers: Record<string, string> = {};
+      expect(() => sut.canActivate(contextFor(WRONG, '203.0.113.7', headers))).toThrow(
+        expect.objectContaining({ code: 'rate_limit_exceeded', type: 'rate_limit_error', status: 429 }),
+      );
+      expect(Number(headers['Retry-After'])).toBeGreaterThanOrEqual(59);
+      expect(Number(headers['Retry-After'])).toBeLessThanOrEqual(60);
+    });
+
+    it('always lets the valid token through, even from a throttled address', () => {
+      for (let i = 0; i < 5; i++) expect(() => sut.canActivate(contextFor(WRONG))).toThrow();
+      expect(sut.canActivate(contextFor(`Bearer ${TOKEN}`))).toBe(true);
+    });
+
+    it('does not count requests without a token, nor throttle other addresses', () => {
+      for (let i = 0; i < 5; i++) expect(() => sut.canActivate(contextFor(undefined))).toThrow(expect.objectContaining({ status: 401 }));
+      expect(() => sut.canActivate(contextFor(WRONG))).toThrow(expect.objectContaining({ status: 401 }));
+      for (let i = 0; i < 5; i++) expect(() => sut.canActivate(contextFor(WRONG))).toThrow();
+      expect(() => sut.canActivate(contextFor(WRONG, '198.51.100.1'))).toThrow(expect.objectContaining({ status: 401 }));
+      // A throttled address without a token still gets the plain 401 that tells it what to send.
+      expect(() => sut.canActivate(contextFor(undefined))).toThrow(expect.objectContaining({ status: 401 }));
+    });
   });
 });

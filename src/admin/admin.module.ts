@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AdminTokenThrottle } from './admin-token-throttle';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AdminTokenService } from './admin-token.service';
 import { AdminController } from './admin.controller';
@@ -7,7 +8,14 @@ import { DemoSeedService } from './demo-seed.service';
 
 @Module({
   controllers: [AdminController],
-  providers: [AdminTokenService, AdminTokenGuard, AdminService, DemoSeedService],
-  exports: [AdminTokenService, AdminTokenGuard, AdminService, DemoSeedService],
+  providers: [
+    AdminTokenService,
+    // One count per replica, shared by every controller that uses AdminTokenGuard.
+    { provide: AdminTokenThrottle, useFactory: () => new AdminTokenThrottle() },
+    AdminTokenGuard,
+    AdminService,
+    DemoSeedService,
+  ],
+  exports: [AdminTokenService, AdminTokenThrottle, AdminTokenGuard, AdminService, DemoSeedService],
 })
 export class AdminModule {}
