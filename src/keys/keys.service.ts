@@ -7,10 +7,17 @@ import { CONNECT_TIMEOUT_MS } from '../common/database/pool-settings';
 import { AuthContext } from '../common/http/gateway-request';
 import { ApiKey } from './api-key.entity';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
+import { UnknownKeys } from './unknown-keys';
 
 const REVOCATION_CHANNEL = 'api_key_revoked';
+/** A created key's hash: every replica forgets that it did not know it (docs/decisions.md, "Guessing"). */
+const CREATION_CHANNEL = 'api_key_created';
 /** Safety net should a revocation notice be missed while the listener reconnects. */
 const CACHE_TTL_MS = 60_000;
+/** How long a well-formed key the database did not know is refused without a query. */
+export const UNKNOWN_KEY_TTL_MS = 30_000;
+/** About 1 MB of hashes; forged keys beyond it push out the oldest. */
+export const UNKNOWN_KEYS_MAX = 10_000;
 const RECONNECT_DELAY_MS = 1_000;
 
 interface CachedKey extends AuthContext {
@@ -27,10 +34,13 @@ export interface CreatedKey {
 export class KeysService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(KeysService.name);
   private readonly cache = new Map<string, CachedKey>();
+  private readonly unknown = new UnknownKeys(UNKNOWN_KEY_TTL_MS, UNKNOWN_KEYS_MAX);
   private listener: Client | null = null;
   private closing = false;
   /** Counts cache invalidations, so that a look-up racing a revocation does not cache a stale row. */
   private invalidations = 0;
+  /** Counts creations heard of, so that a look-up racing a key's creation does not remember it as unknown. */
+  private creations = 0;
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
@@ -52,10 +62,14 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     const hash = hashApiKey(presented);
     const cached = this.cache.get(hash);
     if (cached && cached.expiresAt > Date.now()) return cached;
+    if (this.unknown.has(hash)) return null;
     const generation = this.invalidations;
+    const creationsBefore = this.creations;
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (!row) {
       this.cache.delete(hash);
+      // Only while listening: a creation made while the listener is down would not be heard.
+      if (this.listener && creationsBefore === this.creations) this.unknown.add(hash);
       return null;
     }
     const entry = { accountId: row.accountId, keyId: row.id, expiresAt: Date.now() + CACHE_TTL_MS };
@@ -66,9 +80,15 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
 
   async create(accountId: string, name: string | null): Promise<CreatedKey> {
     const key = generateApiKey();
-    const row = await this.keys.save(
-      this.keys.create({ accountId, name, keyHash: hashApiKey(key), displayPrefix: displayPrefix(key) }),
-    );
+    const hash = hashApiKey(key);
+    const row = await this.keys.manager.transaction(async (tx) => {
+      const saved = await tx.save(tx.create(ApiKey, { accountId, name, keyHash: hash, displayPrefix: displayPrefix(key) }));
+      // Delivered at commit: other replicas hear of the key once it can be read, never of a rolled-back one.
+      await tx.query(`SELECT pg_notify($1, $2)`, [CREATION_CHANNEL, hash]);
+      return saved;
+    });
+    // Clients use a new key at once, often on this replica: its own cache must not wait for the notice.
+    this.learnCreated(hash);
     return { id: row.id, key, created_at: row.createdAt.toISOString() };
   }
 
@@ -95,10 +115,17 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     this.cache.delete(hash);
   }
 
+  private learnCreated(hash: string): void {
+    this.creations++;
+    this.unknown.delete(hash);
+  }
+
   private async listen(): Promise<void> {
     const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     client.on('notification', (msg) => {
-      if (msg.payload) this.forget(msg.payload);
+      if (!msg.payload) return;
+      if (msg.channel === CREATION_CHANNEL) this.learnCreated(msg.payload);
+      else this.forget(msg.payload);
     });
     client.on('error', (err) => {
       this.logger.warn(`Revocation listener lost its connection: ${err.message}`);
@@ -107,7 +134,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     client.on('end', () => this.reconnect(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+      await client.query(`LISTEN ${REVOCATION_CHANNEL}; LISTEN ${CREATION_CHANNEL}`);
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
@@ -120,7 +147,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   /**
    * Listens again, every second until it works. Cached keys stay usable meanwhile (so requests that
    * need no database keep working through an outage); once listening again, everything cached is
-   * forgotten, since revocations made while disconnected were not heard.
+   * forgotten, known and unknown keys alike, since revocations and creations made while disconnected were not heard.
    */
   private reconnect(broken: Client): void {
     if (this.closing || this.listener !== broken) return;
@@ -131,6 +158,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         () => {
           this.invalidations++;
           this.cache.clear();
+          this.creations++;
+          this.unknown.clear();
         },
         (err: Error) => {
           this.logger.warn(`Revocation listener reconnect failed: ${err.message}`);
