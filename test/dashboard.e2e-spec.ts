@@ -18,16 +18,20 @@ interface Figures {
   cost_usd: string;
 }
 
-/** Per-key or per-model figures straight from the tables: usage records, and the ledger for the cost. */
-async function ledgerFigures(db: DataSource, accountId: string, groupBy: 'key_id' | 'model'): Promise<Map<string, Figures>> {
+/**
+ * Per-key or per-model figures straight from the tables: usage records, and the ledger for the cost.
+ * Models outside the catalog count as one, as the dashboard shows them.
+ */
+async function ledgerFigures(db: DataSource, accountId: string, groupBy: 'key_id' | 'model', catalogIds: string[] = []): Promise<Map<string, Figures>> {
+  const id = groupBy === 'model' ? `CASE WHEN u.model = ANY($2) THEN u.model WHEN u.model IS NULL THEN '' ELSE '(unknown models)' END` : `u.key_id::text`;
   const rows: Record<string, string>[] = await db.query(
-    `SELECT COALESCE(u.${groupBy}::text, '') AS id, count(*) AS requests, sum(u.prompt_tokens) AS prompt_tokens,
+    `SELECT ${id} AS id, count(*) AS requests, sum(u.prompt_tokens) AS prompt_tokens,
             sum(u.completion_tokens) AS completion_tokens, sum(u.audio_seconds) AS audio_seconds,
             sum(u.input_chars) AS input_chars, COALESCE(sum(-l.amount_micros), 0) AS charged_micros
        FROM usage_records u
        LEFT JOIN ledger_entries l ON l.kind = 'charge' AND l.request_id = u.request_id AND l.account_id = u.account_id
       WHERE u.account_id = $1 GROUP BY 1`,
-    [accountId],
+    groupBy === 'model' ? [accountId, catalogIds] : [accountId],
   );
   return new Map(
     rows.map((r) => [
@@ -99,7 +103,7 @@ describe('usage dashboard at /dashboard (browser)', () => {
     });
     const audio = (await admin.request('POST', `/accounts/${accountId}/keys`, { name: 'audio-key' })).body;
 
-    // Chat usage (dev-echo, billed) on the first key: one plain, one streamed, one refused.
+    // Chat usage (dev-echo, billed) on the first key: one plain, one streamed, two refused (one row for both).
     await sdk(gw, chatKey).chat.completions.create({ model: 'dev-echo', messages: [{ role: 'user', content: 'Count the tokens of this sentence.' }] });
     const stream = await sdk(gw, chatKey).chat.completions.create({
       model: 'dev-echo',
@@ -108,6 +112,7 @@ describe('usage dashboard at /dashboard (browser)', () => {
     });
     for await (const chunk of stream) void chunk;
     expect((await postChat(gw, chatKey, { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })).status).toBe(400);
+    expect((await postChat(gw, chatKey, { model: '<b>junk</b>', messages: [{ role: 'user', content: 'x' }] })).status).toBe(400);
 
     // Audio usage (included, not billed) on the second key: speech, then the transcription of that speech.
     const sentence = 'The dashboard shows every request.';
@@ -116,10 +121,11 @@ describe('usage dashboard at /dashboard (browser)', () => {
     expect(wav.subarray(0, 4).toString('latin1')).toBe('RIFF');
     await sdk(gw, audio.key).audio.transcriptions.create({ file: await toFile(wav, 'speech.wav'), model: 'whisper-1' });
 
-    const records = await waitForUsageRows(db, accountId, 5);
-    expect(records).toHaveLength(5);
+    const records = await waitForUsageRows(db, accountId, 6);
+    expect(records).toHaveLength(6);
     const byKey = await ledgerFigures(db, accountId, 'key_id');
-    const byModel = await ledgerFigures(db, accountId, 'model');
+    const byModel = await ledgerFigures(db, accountId, 'model', gw.config.catalog.map((m) => m.id));
+    expect(byModel.get('(unknown models)')).toMatchObject({ requests: 2, cost_usd: '0.000000' });
     expect([...byKey.keys()].sort()).toEqual([chatKeyId, audio.id].sort());
     expect(byKey.get(chatKeyId)!.cost_usd).not.toBe('0.000000');
     expect(byKey.get(audio.id)).toMatchObject({ requests: 2, cost_usd: '0.000000', input_chars: sentence.length });
@@ -164,8 +170,10 @@ describe('usage dashboard at /dashboard (browser)', () => {
     );
     expect(latest.map((r) => r.id).sort()).toEqual(records.map((r) => r.request_id).sort());
     expect(latest).toContainEqual({ id: records.find((r) => r.status === 400)!.request_id, status: '400', code: 'unknown_model' });
+    const shownModels = await page.$$eval('#latest tbody tr [data-col=model]', (tds) => tds.map((td) => td.textContent));
+    expect(shownModels).toEqual(expect.arrayContaining(['no-such-model', '<b>junk</b>']));
     const today = new Date().toISOString().slice(0, 10);
-    expect(await page.getAttribute(`#daily-chart rect[data-day="${today}"]`, 'data-requests')).toBe('5');
+    expect(await page.getAttribute(`#daily-chart rect[data-day="${today}"]`, 'data-requests')).toBe('6');
     expect(await page.getAttribute(`#daily-chart rect[data-day="${today}"]`, 'data-cost')).toBe(usd(chargedTotal));
 
     // The token lives in this tab's session only.

@@ -1,16 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards, UsePipes, ValidationPipe } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards, UsePipes } from '@nestjs/common';
 import { Public } from '../common/decorators/public.decorator';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { usagePeriod } from '../common/http/usage-period';
+import { parseIsoDate } from '../common/iso-date';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AdminService } from './admin.service';
+import { AdminValidationPipe } from './admin-validation.pipe';
 import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, SubscriptionDto, UsageQueryDto } from './dto/admin.dto';
 
 /** The operator API (DESIGN.md section 4). Authenticated with the admin token, not an API key. */
 @Public()
 @UseGuards(AdminTokenGuard, JsonBodyGuard)
-@UsePipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }))
+@UsePipes(AdminValidationPipe)
 @Controller('admin/v1')
 export class AdminController {
   constructor(private readonly admin: AdminService) {}
@@ -53,7 +55,7 @@ export class AdminController {
 
   @Put('accounts/:id/subscription')
   setSubscription(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: SubscriptionDto) {
-    return this.admin.setSubscription(id, body.status, body.ends_at ? new Date(body.ends_at) : null);
+    return this.admin.setSubscription(id, body.status, body.ends_at ? parseIsoDate(body.ends_at) : null);
   }
 
   @Get('accounts/:id/usage')

@@ -1,7 +1,8 @@
-import { Controller, Get, Param, Query, Res, UseGuards, UsePipes, ValidationPipe } from '@nestjs/common';
+import { Controller, Get, Param, Query, Res, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { AdminValidationPipe } from '../admin/admin-validation.pipe';
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { DashboardAsset, loadDashboardAssets } from './dashboard.assets';
@@ -36,7 +37,7 @@ export class DashboardController {
 
   @Get('api/accounts')
   @UseGuards(AdminTokenGuard)
-  @UsePipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }))
+  @UsePipes(AdminValidationPipe)
   accounts(@Query() query: AccountSearchQueryDto) {
     return this.dashboard.findAccounts(query.q);
   }

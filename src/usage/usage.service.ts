@@ -9,9 +9,12 @@ import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 import { PendingWriteLost, PendingWrites } from './pending-writes';
 import { isDatabaseUnavailable } from '../common/database/database-unavailable';
+import { storableText } from '../common/storable-text';
+import { CatalogService } from '../models/catalog.service';
 
 const LATEST_LIMIT = 50;
-const MAX_MODEL_LENGTH = 200;
+/** A model id as sent is kept to this many UTF-16 units: enough for any real id, bounded for junk. */
+export const MAX_RECORDED_MODEL_LENGTH = 64;
 
 /** A usage record's values as claimRow gives them, keyed by column; the cost is added by its writer. */
 export interface UsageRecordValues {
@@ -90,6 +93,7 @@ export class UsageService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly metrics: MetricsService,
     private readonly pendingWrites: PendingWrites,
+    private readonly catalog: CatalogService,
   ) {}
 
   /**
@@ -148,9 +152,10 @@ export class UsageService {
     const draft = req.usage;
     if (!draft || !req.auth || draft.recorded) return null;
     draft.recorded = true;
-    // A request refused before its handler named the model (validation errors) still records it as sent.
+    // A request refused before its handler named the model (validation errors) still records it as sent,
+    // made storable: PostgreSQL refuses NUL and lone surrogates, and the whole record with them.
     const requested = (req.body as { model?: unknown } | undefined)?.model;
-    if (draft.model === null && typeof requested === 'string') draft.model = requested.slice(0, MAX_MODEL_LENGTH);
+    if (draft.model === null && typeof requested === 'string') draft.model = storableText(requested, MAX_RECORDED_MODEL_LENGTH);
     const latencyMs = Number((process.hrtime.bigint() - draft.startedAt) / 1_000_000n);
     return {
       request_id: req.id,
@@ -190,7 +195,11 @@ export class UsageService {
     });
   }
 
-  /** Totals per key, per model and per UTC day, and the latest requests, for one account. */
+  /**
+   * Totals per key, per model and per UTC day, and the latest requests, for one account. Per model: one
+   * row per catalog model, one (`model: null`) for requests without a model, and one (`model: null,
+   * unknown: true`) for all ids outside the catalog.
+   */
   async summary(accountId: string, period: UsagePeriod) {
     const params = [accountId, period.from, period.to];
     const where = `account_id = $1 AND created_at >= $2 AND created_at < $3`;
@@ -204,7 +213,13 @@ export class UsageService {
           GROUP BY u.key_id, k.name, k.display_prefix ORDER BY u.key_id`,
         params,
       ),
-      this.db.query(`SELECT model, ${totalsSql} FROM usage_records WHERE ${where} GROUP BY model ORDER BY model NULLS LAST`, params),
+      // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the table.
+      this.db.query(
+        `SELECT CASE WHEN model = ANY($4::text[]) THEN model END AS model,
+                COALESCE(model <> ALL($4::text[]), false) AS unknown, ${totalsSql}
+           FROM usage_records WHERE ${where} GROUP BY 1, 2 ORDER BY 2, 1 NULLS LAST`,
+        [...params, this.catalog.all().map((m) => m.id)],
+      ),
       this.db.query(
         `SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, ${totalsSql}
            FROM usage_records WHERE ${where} GROUP BY 1 ORDER BY 1`,
@@ -227,7 +242,11 @@ export class UsageService {
         key_prefix: r.display_prefix,
         ...renderTotals(r),
       })),
-      by_model: byModel.map((r: TotalsRow & { model: string | null }) => ({ model: r.model, ...renderTotals(r) })),
+      by_model: byModel.map((r: TotalsRow & { model: string | null; unknown: boolean }) => ({
+        model: r.model,
+        unknown: r.unknown,
+        ...renderTotals(r),
+      })),
       daily: daily.map((r: TotalsRow & { day: string }) => ({ day: r.day, ...renderTotals(r) })),
       latest: latest.map((r: Record<string, unknown>) => ({
         request_id: r.request_id,

@@ -1,16 +1,17 @@
-import { IsDateString, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { IsoDate } from './iso-date.validator';
+import { StorableText } from './storable-text.validator';
 import { UsdAmount } from './usd-amount.validator';
 
-/** PostgreSQL text cannot hold NUL; refusing it here keeps such a name a 400 rather than a failed insert. */
-const NO_NUL = /^[^\u0000]*$/;
-const NO_NUL_MESSAGE = { message: '$property must not contain NUL characters' };
+/** Longest account or key name, in UTF-16 units. */
+export const MAX_NAME_LENGTH = 200;
 
 export class CreateAccountDto {
-  @IsString() @IsNotEmpty() @MaxLength(200) @Matches(NO_NUL, NO_NUL_MESSAGE) name: string;
+  @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) @Validate(StorableText) name: string;
 }
 
 export class CreateKeyDto {
-  @IsOptional() @IsString() @MaxLength(200) @Matches(NO_NUL, NO_NUL_MESSAGE) name?: string;
+  @IsOptional() @IsString() @MaxLength(MAX_NAME_LENGTH) @Validate(StorableText) name?: string;
 }
 
 export class AddCreditsDto {
@@ -24,10 +25,10 @@ export class SpendingLimitDto {
 
 export class SubscriptionDto {
   @IsIn(['trial', 'active', 'none']) status: 'trial' | 'active' | 'none';
-  @IsOptional() @IsDateString({ strict: true }) ends_at?: string;
+  @IsOptional() @Validate(IsoDate) ends_at?: string;
 }
 
 export class UsageQueryDto {
-  @IsOptional() @IsDateString({ strict: true }) from?: string;
-  @IsOptional() @IsDateString({ strict: true }) to?: string;
+  @IsOptional() @Validate(IsoDate) from?: string;
+  @IsOptional() @Validate(IsoDate) to?: string;
 }

@@ -1,20 +1,23 @@
 import { ErrorCode, GatewayError } from '../errors';
+import { isDateOnly, parseIsoDate } from '../iso-date';
 import { monthStart } from '../month';
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
 
 /**
  * `from` is inclusive and `to` exclusive; a date-only `to` covers that whole UTC day. Both default
- * to the current UTC month so far.
+ * to the current UTC month so far. Both are in the one date format of src/common/iso-date.
  */
 export function usagePeriod(from: string | undefined, to: string | undefined, now = new Date()): { from: Date; to: Date } {
-  const start = from ? new Date(from) : monthStart(now);
-  let end = to ? new Date(to) : now;
-  if (to && DATE_ONLY.test(to)) end = new Date(end.getTime() + 86_400_000);
-  if (!to) end = new Date(now.getTime() + 1);
-  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime())) {
-    throw new GatewayError(ErrorCode.InvalidRequest, 'from and to must be ISO 8601 dates or timestamps.', 'from');
-  }
+  const start = from ? parseIsoDate(from) : monthStart(now);
+  if (!start) throw notADate('from');
+  const end = to ? parseIsoDate(to) : new Date(now.getTime() + 1);
+  if (!end) throw notADate('to');
+  if (to && isDateOnly(to)) end.setTime(end.getTime() + DAY_MS);
   if (end <= start) throw new GatewayError(ErrorCode.InvalidRequest, 'to must be after from.', 'to');
   return { from: start, to: end };
+}
+
+function notADate(param: 'from' | 'to'): GatewayError {
+  return new GatewayError(ErrorCode.InvalidRequest, `${param} must be a date YYYY-MM-DD or a timestamp with its time zone.`, param);
 }

@@ -7,6 +7,7 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const $ = (id) => document.getElementById(id);
   const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+  const UNKNOWN_MODEL = '(unknown models)';
 
   let token = sessionStorage.getItem(TOKEN_KEY);
   let loadSeq = 0;
@@ -171,8 +172,9 @@
       { text: k.key_name || '(unnamed)', extra: k.key_prefix, col: 'key' },
       ...totalsCells(k),
     ], (k) => ({ keyId: k.key_id }));
-    rows($('by-model'), usage.by_model, (m) => [{ text: m.model === null ? '(none)' : m.model, col: 'model' }, ...totalsCells(m)], (m) => ({
-      model: m.model === null ? '' : m.model,
+    // Ids outside the catalog come as one row (unknown: true): whatever clients sent, never a row each.
+    rows($('by-model'), usage.by_model, (m) => [{ text: modelLabel(m), col: 'model' }, ...totalsCells(m)], (m) => ({
+      model: m.unknown ? UNKNOWN_MODEL : m.model === null ? '' : m.model,
     }));
     rows(
       $('latest'),
@@ -205,6 +207,11 @@
       { text: integer.format(t.input_chars), col: 'input_chars', num: true },
       { text: t.cost_usd, col: 'cost_usd', num: true },
     ];
+  }
+
+  function modelLabel(m) {
+    if (m.unknown) return UNKNOWN_MODEL;
+    return m.model === null ? '(none)' : m.model;
   }
 
   function seconds(value) {
