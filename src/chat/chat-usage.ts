@@ -10,8 +10,8 @@ export function upstreamUsage(usage: unknown): TokenUsage | null {
 }
 
 /** Counted with the tokenizer, for an upstream that reports no usage (or a stream cut short). */
-export function countedUsage(messages: unknown[], completionText: string): TokenUsage {
-  return { promptTokens: countPromptTokens(messages), completionTokens: countTextTokens(completionText) };
+export async function countedUsage(messages: unknown[], completionText: string): Promise<TokenUsage> {
+  return { promptTokens: await countPromptTokens(messages), completionTokens: await countTextTokens(completionText) };
 }
 
 /** The text of every choice of a chat.completion body. */

@@ -85,7 +85,7 @@ export class ChatService {
     } finally {
       this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
-    const usage = upstreamUsage(answer.usage) ?? countedUsage(chat.body.messages, completionText(answer));
+    const usage = upstreamUsage(answer.usage) ?? (await countedUsage(chat.body.messages, completionText(answer)));
     answer.model = chat.model.id;
     res.status(200).json(answer);
     this.billing.settleAfterResponse(reservation, req, usage, 200);
@@ -136,7 +136,7 @@ export class ChatService {
     // A client that left is charged for the prompt and what was produced until then.
     const status = signal.aborted ? CLIENT_CLOSED_REQUEST : 200;
     if (!signal.aborted) sse.end('[DONE]');
-    this.billing.settleAfterResponse(reservation, req, usage ?? countedUsage(chat.body.messages, produced), status);
+    this.billing.settleAfterResponse(reservation, req, usage ?? (await countedUsage(chat.body.messages, produced)), status);
   }
 
   private inBandError(err: unknown, req: GatewayRequest): GatewayError {

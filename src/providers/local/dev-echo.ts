@@ -1,7 +1,6 @@
-import { decode, encode } from 'gpt-tokenizer';
 import { randomBytes } from 'node:crypto';
 import { ChatRequestBody } from '../upstream-provider';
-import { contentText, countPromptTokens } from '../token-count';
+import { contentText, countPromptTokens, countTextTokens, tokenPrefix } from '../token-count';
 
 /** What dev-echo answers: the last user message, cut to the output limit, with real token counts. */
 export interface EchoReply {
@@ -13,20 +12,18 @@ export interface EchoReply {
   completionTokens: number;
 }
 
-export function echoReply(body: ChatRequestBody): EchoReply {
+export async function echoReply(body: ChatRequestBody): Promise<EchoReply> {
   const lastUser = [...body.messages].reverse().find((m) => (m as { role?: unknown })?.role === 'user') as { content?: unknown } | undefined;
   const text = lastUser?.content === undefined || lastUser.content === null ? '' : contentText(lastUser.content);
-  const tokens = encode(text);
   const limit = outputLimit(body);
-  const cut = limit !== null && tokens.length > limit;
-  const kept = cut ? tokens.slice(0, limit) : tokens;
+  const reply = limit === null ? { text, tokens: await countTextTokens(text), cut: false } : await tokenPrefix(text, limit);
   return {
     id: `chatcmpl-${randomBytes(12).toString('hex')}`,
     created: Math.floor(Date.now() / 1000),
-    content: cut ? decode(kept) : text,
-    finishReason: cut ? 'length' : 'stop',
-    promptTokens: countPromptTokens(body.messages),
-    completionTokens: kept.length,
+    content: reply.text,
+    finishReason: reply.cut ? 'length' : 'stop',
+    promptTokens: await countPromptTokens(body.messages),
+    completionTokens: reply.tokens,
   };
 }
 

@@ -23,7 +23,7 @@ export class LocalProvider implements UpstreamProvider {
 
   async chat(model: CatalogEntry, body: ChatRequestBody): Promise<UpstreamChatJson> {
     assertDevEcho(model);
-    const reply = echoReply(body);
+    const reply = await echoReply(body);
     return {
       body: {
         id: reply.id,
@@ -38,7 +38,7 @@ export class LocalProvider implements UpstreamProvider {
 
   async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
     assertDevEcho(model);
-    const reply = echoReply(body);
+    const reply = await echoReply(body);
     const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
       id: reply.id,
       object: 'chat.completion.chunk',
