@@ -2,11 +2,12 @@ import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { ErrorCode, GatewayError } from '../common/errors';
+import { scalarFields } from '../common/json/scalar-fields';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { readRequestedModel } from '../models/requested-model';
-import { SpeechRequestDto } from './dto/speech-request.dto';
+import { SPEECH_FIELDS, SpeechRequestDto } from './dto/speech-request.dto';
 
 /** A speech request that passed validation, with its catalog model and every default applied. */
 export interface SpeechRequest {
@@ -46,7 +47,8 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
     if (fields.input === undefined || fields.input === null) {
       throw new GatewayError(ErrorCode.MissingInput, 'You must provide the input text to speak.', 'input');
     }
-    const dto = plainToInstance(SpeechRequestDto, fields);
+    // Only the DTO's fields, nested values emptied: class-transformer's copy of a client's object is not linear.
+    const dto = plainToInstance(SpeechRequestDto, scalarFields(fields, SPEECH_FIELDS));
     const [problem] = validateSync(dto, { forbidUnknownValues: false });
     if (problem) {
       const message = Object.values(problem.constraints ?? {})[0] ?? 'invalid value';

@@ -2,11 +2,12 @@ import { Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { ErrorCode, GatewayError } from '../common/errors';
+import { emptied, isJsonObject, scalarFields } from '../common/json/scalar-fields';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { readRequestedModel } from '../models/requested-model';
 import { ChatRequestBody } from '../providers/upstream-provider';
-import { ChatCompletionRequestDto } from './dto/chat-completion-request.dto';
+import { ChatCompletionRequestDto, VALIDATED_CHAT_FIELDS } from './dto/chat-completion-request.dto';
 
 /** A chat request that passed validation, with its catalog model and the original body. */
 export interface ChatRequest {
@@ -51,21 +52,18 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
   }
 }
 
-const VALIDATED_FIELDS = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n'] as const;
-
 /**
  * What the DTO checks, and nothing else: the rest of the body (tools, response formats, message
  * contents: often most of it) passes through to the upstream without being copied into DTO objects.
+ * Nested values the DTO does not describe are emptied (scalarFields), so class-transformer's work
+ * stays linear in the number of messages, whatever a client puts in a field.
  */
 function validatedPart(fields: Record<string, unknown>): Record<string, unknown> {
-  const part: Record<string, unknown> = {};
-  for (const name of VALIDATED_FIELDS) if (fields[name] !== undefined) part[name] = fields[name];
-  if (Array.isArray(part.messages)) part.messages = part.messages.map((m: unknown) => (isObject(m) ? { role: m.role } : m));
+  const part = scalarFields(fields, VALIDATED_CHAT_FIELDS);
+  const { messages, stream_options: streamOptions } = fields;
+  if (Array.isArray(messages)) part.messages = messages.map((m: unknown) => (isJsonObject(m) ? scalarFields(m, ['role']) : emptied(m)));
+  if (isJsonObject(streamOptions)) part.stream_options = scalarFields(streamOptions, ['include_usage']);
   return part;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function firstConstraint(error: ValidationError, parent = ''): { path: string; message: string } {

@@ -83,8 +83,17 @@ export class ChatBurstConfig {
 export class LimitsConfig {
   @ValidateNested() @Type(() => ChatBurstConfig) chat_burst: ChatBurstConfig = new ChatBurstConfig();
   @IsInt() @Min(1) speech_max_input_chars = 4096;
-  @IsInt() @Min(1024) json_body_max_bytes = 10 * 1024 * 1024;
+  /** At most 256 MiB: a body is decoded as one string, and V8's strings end near 512 M characters. */
+  @IsInt() @Min(1024) @Max(256 * 1024 * 1024) json_body_max_bytes = 10 * 1024 * 1024;
+  /** Nesting of objects and arrays in a JSON body (docs/configuration.md): bounds the work of validating it. */
+  @IsInt() @Min(8) @Max(1000) json_body_max_depth = 64;
+  /** Object keys and array elements of a JSON body, counted together. */
+  @IsInt() @Min(1000) @Max(10_000_000) json_body_max_keys = 100_000;
   @IsInt() @Min(1) @Max(64 * 1024 * 1024) transcription_max_bytes = 4 * 1024 * 1024;
+  // How long a client may take to send its request (docs/configuration.md, "limits").
+  @IsInt() @Min(1) @Max(600_000) headers_timeout_ms = 10_000;
+  @IsInt() @Min(1) @Max(600_000) request_timeout_ms = 60_000;
+  @IsInt() @Min(1) @Max(600_000) body_idle_timeout_ms = 15_000;
 }
 
 export class FairUseConfig {

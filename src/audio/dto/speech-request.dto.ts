@@ -15,3 +15,6 @@ export class SpeechRequestDto {
   @IsOptional() @IsIn(SPEECH_FORMATS) response_format?: SpeechFormat;
   @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(MIN_SPEED) @Max(MAX_SPEED) speed?: number;
 }
+
+/** The body fields the DTO checks; any other field is ignored. */
+export const SPEECH_FIELDS = ['model', 'input', 'voice', 'response_format', 'speed'] as const;

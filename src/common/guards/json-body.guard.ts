@@ -5,6 +5,7 @@ import { GatewayConfig } from '../../config/gateway-config.schema';
 import { INVALID_BODY_CODE } from '../decorators/invalid-body-code.decorator';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../http/gateway-request';
+import { checkJsonShape } from '../json/json-shape';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -27,7 +28,22 @@ export class JsonBodyGuard implements CanActivate {
     const invalidCode =
       this.reflector.getAllAndOverride<ErrorCode>(INVALID_BODY_CODE, [context.getHandler(), context.getClass()]) ??
       ErrorCode.InvalidJson;
-    req.body = await readJson(req, this.config.limits.json_body_max_bytes, invalidCode);
+    const limits = this.config.limits;
+    const body = await readJson(req, limits.json_body_max_bytes, invalidCode);
+    const violation = checkJsonShape(body, { maxDepth: limits.json_body_max_depth, maxKeys: limits.json_body_max_keys });
+    if (violation?.limit === 'depth') {
+      throw new GatewayError(
+        ErrorCode.InvalidRequest,
+        `The request body nests objects and arrays deeper than limits.json_body_max_depth (${limits.json_body_max_depth}).`,
+      );
+    }
+    if (violation?.limit === 'keys') {
+      throw new GatewayError(
+        ErrorCode.InvalidRequest,
+        `The request body has more keys and array elements than limits.json_body_max_keys (${limits.json_body_max_keys}).`,
+      );
+    }
+    req.body = body;
     return true;
   }
 }
