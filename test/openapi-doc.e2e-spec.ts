@@ -75,6 +75,7 @@ describe('OpenAPI document at /docs', () => {
         const scheme = route.includes('/admin/') ? 'admin_token' : 'api_key';
         expect([route, op.security]).toEqual([route, [{ [scheme]: [] }]]);
         expect(op['x-error-codes']).toContain(scheme === 'api_key' ? 'invalid_api_key' : 'invalid_admin_token');
+        if (scheme === 'admin_token') expect([route, op['x-error-codes']]).toEqual([route, expect.arrayContaining(['rate_limit_exceeded'])]);
       }
       // Each code sits under its status, with an example body carrying that code and its type.
       for (const code of op['x-error-codes'] as ErrorCode[]) {

@@ -7,7 +7,8 @@ type Operation = Record<string, unknown> & { parameters?: Record<string, unknown
 
 const SHARED_ERRORS: Record<RouteAuth, ErrorCode[]> = {
   api_key: [ErrorCode.InvalidApiKey, ErrorCode.InternalError],
-  admin_token: [ErrorCode.InvalidAdminToken, ErrorCode.InternalError],
+  // 429: an address that sent too many wrong admin tokens (AdminTokenThrottle).
+  admin_token: [ErrorCode.InvalidAdminToken, ErrorCode.RateLimitExceeded, ErrorCode.InternalError],
   none: [],
 };
 
