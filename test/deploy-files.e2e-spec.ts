@@ -40,6 +40,8 @@ describe('docker-compose.yml', () => {
     expect(gateway.environment.DATABASE_URL).toMatch(/^postgres:\/\/[^@]+@postgres:5432\//);
     expect(gateway.environment.REDIS_URL).toBe('redis://redis:6379');
     expect(gateway.environment.ADMIN_TOKEN).toMatch(/^\$\{ADMIN_TOKEN:\?/);
+    // nginx appends the client's address to X-Forwarded-For: one trusted hop, no more.
+    expect(gateway.environment.TRUST_PROXY_HOPS).toBe('1');
     expect(gateway.build).toBe('.');
     expect(gateway.stop_grace_period).toBeDefined();
   });
