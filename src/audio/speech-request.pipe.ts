@@ -3,6 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { scalarFields } from '../common/json/scalar-fields';
+import { constraintMessage } from '../common/validation/constraint-message';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
@@ -51,7 +52,7 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
     const dto = plainToInstance(SpeechRequestDto, scalarFields(fields, SPEECH_FIELDS));
     const [problem] = validateSync(dto, { forbidUnknownValues: false });
     if (problem) {
-      const message = Object.values(problem.constraints ?? {})[0] ?? 'invalid value';
+      const message = constraintMessage(problem.constraints);
       throw new GatewayError(FIELD_CODES[problem.property] ?? ErrorCode.InvalidRequest, `Invalid ${problem.property}: ${message}.`, problem.property);
     }
 

@@ -2,7 +2,8 @@ import { Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { ErrorCode, GatewayError } from '../common/errors';
-import { emptied, isJsonObject, scalarFields } from '../common/json/scalar-fields';
+import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
+import { constraintMessage } from '../common/validation/constraint-message';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { readRequestedModel } from '../models/requested-model';
@@ -35,6 +36,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
     if (model.kind !== 'chat') {
       throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
     }
+    checkMessages(fields.messages);
     const dto = plainToInstance(ChatCompletionRequestDto, validatedPart(fields));
     const [problem] = validateSync(dto, { forbidUnknownValues: false });
     if (problem) {
@@ -52,22 +54,31 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
   }
 }
 
+/** Every message an object with a string role; what else a message holds is the upstream's to judge. */
+function checkMessages(messages: unknown): void {
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new GatewayError(ErrorCode.InvalidRequest, 'Invalid messages: messages must be a non-empty array.', 'messages');
+  }
+  const at = messages.findIndex((m: unknown) => !isJsonObject(m) || typeof m.role !== 'string');
+  if (at >= 0) {
+    throw new GatewayError(ErrorCode.InvalidRequest, `Invalid messages[${at}]: a message must be an object with a string role.`, `messages[${at}].role`);
+  }
+}
+
 /**
- * What the DTO checks, and nothing else: the rest of the body (tools, response formats, message
- * contents: often most of it) passes through to the upstream without being copied into DTO objects.
- * Nested values the DTO does not describe are emptied (scalarFields), so class-transformer's work
- * stays linear in the number of messages, whatever a client puts in a field.
+ * What the DTO checks, and nothing else: the rest of the body (messages, tools, response formats:
+ * often most of it) passes through to the upstream without being copied into DTO objects. Nested
+ * values the DTO does not describe are emptied (scalarFields): class-transformer's copy of an object
+ * costs time quadratic in its keys, and a key named "constructor" breaks it.
  */
 function validatedPart(fields: Record<string, unknown>): Record<string, unknown> {
   const part = scalarFields(fields, VALIDATED_CHAT_FIELDS);
-  const { messages, stream_options: streamOptions } = fields;
-  if (Array.isArray(messages)) part.messages = messages.map((m: unknown) => (isJsonObject(m) ? scalarFields(m, ['role']) : emptied(m)));
-  if (isJsonObject(streamOptions)) part.stream_options = scalarFields(streamOptions, ['include_usage']);
+  if (isJsonObject(fields.stream_options)) part.stream_options = scalarFields(fields.stream_options, ['include_usage']);
   return part;
 }
 
 function firstConstraint(error: ValidationError, parent = ''): { path: string; message: string } {
   const path = parent ? `${parent}${/^\d+$/.test(error.property) ? `[${error.property}]` : `.${error.property}`}` : error.property;
-  if (error.constraints) return { path, message: Object.values(error.constraints)[0] };
+  if (error.constraints) return { path, message: constraintMessage(error.constraints) };
   return error.children?.length ? firstConstraint(error.children[0], path) : { path, message: 'invalid value' };
 }

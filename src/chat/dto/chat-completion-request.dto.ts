@@ -1,7 +1,5 @@
 import { Type } from 'class-transformer';
 import {
-  ArrayMinSize,
-  IsArray,
   IsBoolean,
   IsInt,
   IsNumber,
@@ -23,10 +21,6 @@ export const MAX_CHOICES = 128;
 const present = (_: object, value: unknown) => value !== undefined && value !== null;
 const FINITE = { allowNaN: false, allowInfinity: false };
 
-export class ChatMessageDto {
-  @IsString() role: string;
-}
-
 export class StreamOptionsDto {
   @IsOptional() @IsBoolean() include_usage?: boolean;
 }
@@ -34,13 +28,11 @@ export class StreamOptionsDto {
 /**
  * The fields of a chat request the gateway itself relies on (routing, billing, streaming), and the
  * sampling parameters with OpenAI's documented ranges. Every other field is passed to the upstream
- * untouched, so the body is validated, never rebuilt from this class.
+ * untouched, so the body is validated, never rebuilt from this class. `messages` is checked by the
+ * pipe in a plain loop: a DTO object per message costs too much for a long conversation.
  */
 export class ChatCompletionRequestDto {
   @IsString() model: string;
-
-  @IsArray() @ArrayMinSize(1) @ValidateNested({ each: true }) @Type(() => ChatMessageDto)
-  messages: ChatMessageDto[];
 
   @IsOptional() @IsBoolean() stream?: boolean;
 
@@ -65,7 +57,6 @@ export class ChatCompletionRequestDto {
 /** The body fields the DTO checks; the rest passes through unread. */
 export const VALIDATED_CHAT_FIELDS = [
   'model',
-  'messages',
   'stream',
   'stream_options',
   'max_tokens',

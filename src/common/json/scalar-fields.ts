@@ -16,7 +16,7 @@ export function scalarFields(source: Record<string, unknown>, names: readonly st
 }
 
 /** A JSON value with any contents dropped: scalars as they are, objects and arrays empty. */
-export function emptied(value: unknown): unknown {
+function emptied(value: unknown): unknown {
   if (Array.isArray(value)) return [];
   if (typeof value === 'object' && value !== null) return {};
   return value;
