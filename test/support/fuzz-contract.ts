@@ -1,0 +1,139 @@
+import { describeErrorCode, ErrorCode } from '../../src/common/errors';
+import { parseSseData } from './chat-support';
+import { describeRequest, FuzzRequest } from './fuzz-routes';
+
+/** Every answer, whatever was sent, comes within this time (issue 14). */
+export const ANSWER_BUDGET_MS = 1000;
+/** Past this a request is abandoned, so that a frozen gateway fails the run instead of hanging it. */
+const GIVE_UP_MS = 10_000;
+
+const ERROR_CODES = new Set<string>(Object.values(ErrorCode));
+
+export interface Credentials {
+  baseUrl: string;
+  apiKey: string;
+  adminToken: string;
+}
+
+export interface Answer {
+  status: number;
+  ms: number;
+  requestId: string | null;
+  contentType: string;
+  text: string;
+}
+
+/** Sends a generated request as raw bytes (the body text exactly as generated) and reads the whole answer. */
+export async function send(creds: Credentials, r: FuzzRequest): Promise<Answer> {
+  const headers: Record<string, string> = { authorization: `Bearer ${r.auth === 'apiKey' ? creds.apiKey : creds.adminToken}` };
+  if (r.contentType) headers['content-type'] = r.contentType;
+  const started = performance.now();
+  const res = await fetch(`${creds.baseUrl}${r.path}`, {
+    method: r.method,
+    headers,
+    // A Buffer, not a string: fetch would give a string body a text/plain content-type when none is set.
+    body: r.body === undefined ? undefined : Buffer.from(r.body, 'utf8'),
+    signal: AbortSignal.timeout(GIVE_UP_MS),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    ms: performance.now() - started,
+    requestId: res.headers.get('x-request-id'),
+    contentType: res.headers.get('content-type') ?? '',
+    text,
+  };
+}
+
+/** What is wrong with an answer under the contract of issue 14 (none: the answer is fine). */
+export function contractViolations(r: FuzzRequest, a: Answer): string[] {
+  const problems: string[] = [];
+  if (a.status >= 500) problems.push(`status ${a.status} (5xx)`);
+  if (!a.requestId) problems.push('no x-request-id header');
+  if (a.ms > ANSWER_BUDGET_MS) problems.push(`answered in ${Math.round(a.ms)} ms (budget ${ANSWER_BUDGET_MS} ms)`);
+  if (a.status >= 400) problems.push(...errorBodyProblems(a));
+  else if (a.status >= 200 && a.status < 300) problems.push(...successProblems(r, a));
+  else problems.push(`unexpected status ${a.status}`);
+  return problems;
+}
+
+function errorBodyProblems(a: Answer): string[] {
+  const body = parseJson(a.text);
+  if (!isRecord(body) || !isRecord(body.error)) return [`error body is not {error:{...}}: ${a.text.slice(0, 200)}`];
+  const e = body.error;
+  const problems: string[] = [];
+  const keys = Object.keys(body).join(',');
+  if (keys !== 'error') problems.push(`error body has keys ${keys}`);
+  const errorKeys = Object.keys(e).sort().join(',');
+  if (errorKeys !== 'code,message,param,type') problems.push(`error object has keys ${errorKeys}`);
+  if (typeof e.message !== 'string' || e.message === '') problems.push('error.message is not a non-empty string');
+  if (e.param !== null && typeof e.param !== 'string') problems.push('error.param is neither a string nor null');
+  if (typeof e.code !== 'string' || !ERROR_CODES.has(e.code)) {
+    problems.push(`error.code ${JSON.stringify(e.code)} is not a documented code`);
+  } else {
+    const shape = describeErrorCode(e.code as ErrorCode);
+    if (e.type !== shape.type) problems.push(`error.type ${JSON.stringify(e.type)} is not ${shape.type} for ${e.code}`);
+    if (e.code === ErrorCode.InternalError) problems.push('error.code internal_error');
+  }
+  if (!a.contentType.startsWith('application/json')) problems.push(`error content-type ${a.contentType}`);
+  return problems;
+}
+
+function successProblems(r: FuzzRequest, a: Answer): string[] {
+  if (r.path.startsWith('/v1/chat/')) return chatSuccessProblems(a);
+  if (r.path.startsWith('/v1/audio/speech')) {
+    return a.contentType.startsWith('audio/') && a.text.length > 0 ? [] : [`speech 2xx with content-type ${a.contentType} and ${a.text.length} chars`];
+  }
+  const body = parseJson(a.text);
+  if (r.path.startsWith('/dashboard/api/accounts')) {
+    return Array.isArray(body) && body.every((x) => isRecord(x) && typeof x.id === 'string' && typeof x.name === 'string') ? [] : ['dashboard 2xx is not a list of accounts'];
+  }
+  if (/\/usage(\?|$)/.test(r.path)) {
+    return isRecord(body) && typeof body.account_id === 'string' && isRecord(body.totals) ? [] : [`usage 2xx is not a usage summary: ${a.text.slice(0, 200)}`];
+  }
+  if (r.path.endsWith('/keys')) {
+    return isRecord(body) && typeof body.key === 'string' && typeof body.id === 'string' ? [] : [`key 2xx is not a created key: ${a.text.slice(0, 200)}`];
+  }
+  return isRecord(body) && typeof body.id === 'string' && typeof body.credits_usd === 'string' ? [] : [`admin 2xx is not an account: ${a.text.slice(0, 200)}`];
+}
+
+function chatSuccessProblems(a: Answer): string[] {
+  if (a.contentType.startsWith('text/event-stream')) {
+    const events = parseSseData(a.text);
+    if (events.at(-1) !== '[DONE]') return [`stream does not end with [DONE]: ${a.text.slice(-200)}`];
+    const broken = events.slice(0, -1).find((e) => {
+      const chunk = parseJson(e);
+      return !isRecord(chunk) || 'error' in chunk || !Array.isArray(chunk.choices);
+    });
+    return broken === undefined ? [] : [`stream event is not a chunk: ${broken.slice(0, 200)}`];
+  }
+  const body = parseJson(a.text);
+  return isRecord(body) && body.object === 'chat.completion' && Array.isArray(body.choices) ? [] : [`chat 2xx is not a completion: ${a.text.slice(0, 200)}`];
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Sends the request and throws, with the request and answer described, if the contract is broken. */
+export async function expectContract(creds: Credentials, r: FuzzRequest): Promise<Answer> {
+  let answer: Answer;
+  try {
+    answer = await send(creds, r);
+  } catch (err) {
+    throw new Error(`no answer (${(err as Error).message}) to ${describeRequest(r)}`);
+  }
+  const problems = contractViolations(r, answer);
+  if (problems.length > 0) {
+    throw new Error(`${problems.join('; ')}\n  request: ${describeRequest(r)}\n  answer: ${answer.status} ${answer.text.slice(0, 300)}`);
+  }
+  return answer;
+}
