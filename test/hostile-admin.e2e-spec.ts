@@ -14,7 +14,7 @@ const NUL = 'a\u0000b';
 const LONE_HIGH = 'a\ud800b';
 const LONE_LOW = '\udc00b';
 const UNSTORABLE = [NUL, LONE_HIGH, LONE_LOW];
-// Refused before PR 14: ISO 8601 forms JavaScript cannot read, and others read differently by different parsers.
+// ISO 8601 forms JavaScript cannot read (500 before issue 14), or that parsers read differently: all refused.
 const NOT_OUR_DATES = [
   '2026-W05',
   '2026-W05-1',
@@ -130,6 +130,24 @@ describe('Hostile input: admin API, dashboard API and recorded model ids', () =>
       expect(await admin.account(accountId)).toEqual(before);
       expect((await admin.request('GET', `/accounts/${accountId}/keys`)).body.data).toEqual([]);
       expect(await db.query(`SELECT count(*)::int AS n FROM accounts`)).toEqual(accounts);
+    });
+  });
+
+  describe('deeply nested values', () => {
+    it('refuses 5,000-deep arrays in every field of every admin body route with 400, never a stack overflow', async () => {
+      const accountId = await newAccount();
+      const deep = `${'['.repeat(5_000)}"x"${']'.repeat(5_000)}`;
+      for (const [method, path, field] of [
+        ['POST', '/admin/v1/accounts', 'name'],
+        ['POST', `/admin/v1/accounts/${accountId}/keys`, 'name'],
+        ['POST', `/admin/v1/accounts/${accountId}/credits`, 'amount_usd'],
+        ['PUT', `/admin/v1/accounts/${accountId}/spending-limit`, 'monthly_limit_usd'],
+        ['PUT', `/admin/v1/accounts/${accountId}/subscription`, 'ends_at'],
+      ]) {
+        const res = await raw(method, path, `{"${field}":${deep}}`);
+        expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 400, code: 'invalid_request_error' });
+      }
+      expect(await admin.account(accountId)).toMatchObject({ credits_usd: '0.000000', monthly_limit_usd: null, subscription: { status: 'none' } });
     });
   });
 

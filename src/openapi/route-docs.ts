@@ -31,8 +31,8 @@ const object = (properties: Record<string, Schema>, required: string[] = [], add
 });
 
 const usagePeriod = {
-  from: 'Start, inclusive (ISO 8601 date or timestamp); default: the start of this UTC month',
-  to: 'End, exclusive (ISO 8601); a date-only value covers that whole UTC day; default: now',
+  from: 'Start, inclusive (YYYY-MM-DD, or an RFC 3339 timestamp with Z or ±HH:MM); default: the start of this UTC month',
+  to: 'End, exclusive (same format); a date-only value covers that whole UTC day; default: now',
 };
 const usageSummary = object({
   from: string,
