@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { GATEWAY_CONFIG } from '../../config/config.tokens';
-import { GatewayConfig } from '../../config/gateway-config.schema';
+import { GatewayConfig, LimitsConfig } from '../../config/gateway-config.schema';
 import { INVALID_BODY_CODE } from '../decorators/invalid-body-code.decorator';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../http/gateway-request';
@@ -28,27 +28,13 @@ export class JsonBodyGuard implements CanActivate {
     const invalidCode =
       this.reflector.getAllAndOverride<ErrorCode>(INVALID_BODY_CODE, [context.getHandler(), context.getClass()]) ??
       ErrorCode.InvalidJson;
-    const limits = this.config.limits;
-    const body = await readJson(req, limits.json_body_max_bytes, invalidCode);
-    const violation = checkJsonShape(body, { maxDepth: limits.json_body_max_depth, maxKeys: limits.json_body_max_keys });
-    if (violation?.limit === 'depth') {
-      throw new GatewayError(
-        ErrorCode.InvalidRequest,
-        `The request body nests objects and arrays deeper than limits.json_body_max_depth (${limits.json_body_max_depth}).`,
-      );
-    }
-    if (violation?.limit === 'keys') {
-      throw new GatewayError(
-        ErrorCode.InvalidRequest,
-        `The request body has more keys and array elements than limits.json_body_max_keys (${limits.json_body_max_keys}).`,
-      );
-    }
-    req.body = body;
+    req.body = await readJson(req, this.config.limits, invalidCode);
     return true;
   }
 }
 
-function readJson(req: GatewayRequest, limit: number, invalidCode: ErrorCode): Promise<unknown> {
+function readJson(req: GatewayRequest, limits: LimitsConfig, invalidCode: ErrorCode): Promise<unknown> {
+  const limit = limits.json_body_max_bytes;
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limit) {
     return Promise.reject(tooLarge(limit));
@@ -68,7 +54,13 @@ function readJson(req: GatewayRequest, limit: number, invalidCode: ErrorCode): P
     };
     const onEnd = () => {
       cleanup();
-      const text = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const shapeProblem = outOfShape(bytes, limits);
+      if (shapeProblem) {
+        reject(shapeProblem);
+        return;
+      }
+      const text = bytes.toString('utf8');
       if (text.trim() === '') {
         reject(new GatewayError(invalidCode, 'The request body is empty; send a JSON object.'));
         return;
@@ -92,6 +84,24 @@ function readJson(req: GatewayRequest, limit: number, invalidCode: ErrorCode): P
     req.on('end', onEnd);
     req.on('error', onError);
   });
+}
+
+/** A body nested too deep or with too many keys, refused before it is parsed. */
+function outOfShape(bytes: Buffer, limits: LimitsConfig): GatewayError | null {
+  const violation = checkJsonShape(bytes, { maxDepth: limits.json_body_max_depth, maxKeys: limits.json_body_max_keys });
+  if (violation === 'depth') {
+    return new GatewayError(
+      ErrorCode.InvalidRequest,
+      `The request body nests objects and arrays deeper than limits.json_body_max_depth (${limits.json_body_max_depth}).`,
+    );
+  }
+  if (violation === 'keys') {
+    return new GatewayError(
+      ErrorCode.InvalidRequest,
+      `The request body has more keys and array elements than limits.json_body_max_keys (${limits.json_body_max_keys}).`,
+    );
+  }
+  return null;
 }
 
 function tooLarge(limit: number): GatewayError {
