@@ -18,7 +18,7 @@ import { TEST_ADMIN_TOKEN } from '../support/test-app';
 
 const MODEL: PricedModel = { id: 'fuzz-chat', input: 0.5, output: 1.5, maxOutput: 4096 };
 const SEED = Number(process.env.FUZZ_SEED ?? 1414);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 120);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const EXPLORE = process.env.FUZZ_EXPLORE === '1';
 
 /** The ten shapes that answered 500 when issue 14 was filed, replayed on every run. */
@@ -68,6 +68,7 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
   const found: string[] = [];
   /** Answers by route, status and code: shows in exploration how deep the generated requests get. */
   const outcomes = new Map<string, number>();
+  const slowest = new Map<string, { ms: number; request: string }>();
 
   beforeAll(async () => {
     const holder = await suite.admin.createAccount({ name: 'fuzz-holder', creditsUsd: 1000, subscription: 'trial' });
@@ -80,7 +81,10 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
   });
 
   afterAll(() => {
-    if (EXPLORE) console.log([...outcomes].sort().map(([k, n]) => `${k}: ${n}`).join('\n'));
+    if (EXPLORE) {
+      console.log([...outcomes].sort().map(([k, n]) => `${k}: ${n}`).join('\n'));
+      console.log([...slowest].map(([route, s]) => `slowest ${route}: ${Math.round(s.ms)} ms ${s.request}`).join('\n'));
+    }
     if (found.length > 0) console.log(`fuzz: ${found.length} contract violations\n${found.join('\n')}`);
   });
 
@@ -101,6 +105,7 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
     if (r.auth === 'apiKey' && answer.requestId) metered.set(answer.requestId, describeRequest(r));
     const outcome = `${r.method} ${r.path.split('?')[0].replace(/accounts\/[^/]+/, 'accounts/:id')} ${answer.status} ${errorCodeOf(answer.text)}`;
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+    if (answer.ms > (slowest.get(r.route)?.ms ?? 0)) slowest.set(r.route, { ms: answer.ms, request: describeRequest(r).slice(0, 200) });
   }
 
   describe('the shapes that answered 500 when the issue was filed', () => {

@@ -50,7 +50,7 @@ export const absent = fc.constant(undefined);
 
 // Sizes: large enough to show super-linear work (a 1 s budget), small enough for the run to stay short.
 const DEPTHS = [64, 1_000, 5_000, 20_000];
-const KEY_COUNTS = [1_000, 20_000, 120_000];
+const KEY_COUNTS = [1_000, 20_000, 99_000, 120_000];
 
 export const deepArray = (depth: number): Piece => bad(`${'['.repeat(depth)}${']'.repeat(depth)}`, `${depth}-deep nested arrays`);
 export const deepObject = (depth: number): Piece => bad(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`, `${depth}-deep nested objects`);

@@ -72,18 +72,41 @@ const messageText = fc.oneof(
   { weight: 12, arbitrary: fc.string({ maxLength: 40 }).map(valid) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(
-      { text: JSON.stringify('a'.repeat(12_000)), hostile: ['content: one 12,000-character word'] },
-      { text: JSON.stringify('ab1'.repeat(3_000)), hostile: ['content: one 9,000-character mixed word'] },
-      { text: JSON.stringify('word '.repeat(2_000)), hostile: [] },
+    arbitrary: fc.oneof(
+      fc.constantFrom(
+        { text: JSON.stringify('a'.repeat(20_000)), hostile: ['content: one 20,000-letter word'] },
+        { text: JSON.stringify('😀'.repeat(5_000)), hostile: ['content: 5,000 emoji in a row'] },
+        { text: JSON.stringify('word '.repeat(4_000)), hostile: ['content: 4,000 words'] },
+      ),
+      fc.nat().map((seed) => ({ text: JSON.stringify(randomLetters(seed, 20_000)), hostile: [`content: 20,000 random letters (seed ${seed})`] })),
     ),
   },
   { weight: 1, arbitrary: hostileString() },
 );
 
+function arrayOf(items: Piece[]): Piece {
+  return { text: `[${items.map((i) => i.text).join(',')}]`, hostile: items.flatMap((item, n) => item.hostile.map((h) => `[${n}] ${h}`)) };
+}
+
+/** Letters from a small deterministic generator (a string of 20,000 fast-check characters would be slow to shrink and print). */
+function randomLetters(seed: number, length: number): string {
+  let state = seed >>> 0 || 1;
+  let text = '';
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    text += String.fromCharCode(97 + (state >>> 24) % 26);
+  }
+  return text;
+}
+
 const message = objectOf({
   role: field(oneOfValues('user', 'system', 'assistant'), hostileValue(), 20),
-  content: fc.oneof({ weight: 20, arbitrary: messageText }, { weight: 1, arbitrary: hostileStructure() }),
+  content: fc.oneof(
+    { weight: 20, arbitrary: messageText },
+    // Content parts, as vision and multi-part clients send them (counted by dev-echo, passed on by the others).
+    { weight: 3, arbitrary: fc.array(objectOf({ type: field(oneOfValues('text', 'image_url')), text: messageText }), { minLength: 1, maxLength: 3 }).map(arrayOf) },
+    { weight: 1, arbitrary: hostileStructure() },
+  ),
 });
 
 const messages = fc.oneof(
@@ -92,9 +115,6 @@ const messages = fc.oneof(
   { weight: 1, arbitrary: fc.array(hostileValue(), { minLength: 1, maxLength: 2 }).map((items) => arrayOf(items)) },
 );
 
-function arrayOf(items: Piece[]): Piece {
-  return { text: `[${items.map((i) => i.text).join(',')}]`, hostile: items.flatMap((item, n) => item.hostile.map((h) => `[${n}] ${h}`)) };
-}
 
 /** Chat bodies have nine fields: each is hostile less often, so that about half the bodies are valid. */
 const CHAT_VALID_WEIGHT = 12;
