@@ -85,9 +85,10 @@ export class ChatService {
     } finally {
       this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
     }
-    const usage = upstreamUsage(answer.usage) ?? (await countedUsage(chat.body.messages, completionText(answer)));
     answer.model = chat.model.id;
     res.status(200).json(answer);
+    // Counting a long answer takes a while (it yields to the event loop): the client does not wait for it.
+    const usage = upstreamUsage(answer.usage) ?? (await countedUsage(chat.body.messages, completionText(answer)));
     this.billing.settleAfterResponse(reservation, req, usage, 200);
   }
 
