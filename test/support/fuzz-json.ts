@@ -26,10 +26,6 @@ export function objectPiece(fields: [string, Piece | undefined][], extra: [strin
   };
 }
 
-export function arrayPiece(items: Piece[], name?: string): Piece {
-  return { text: `[${items.map((i) => i.text).join(',')}]`, hostile: [...(name ? [name] : []), ...items.flatMap((i, n) => i.hostile.map((h) => `[${n}]: ${h}`))] };
-}
-
 /** An arbitrary of objects with the given fields, each drawn from its own arbitrary (undefined: left out). */
 export function objectOf(fields: Record<string, FieldArbitrary>, extra: fc.Arbitrary<[string, Piece][]> = fc.constant([])): fc.Arbitrary<Piece> {
   const names = Object.keys(fields);
