@@ -17,7 +17,7 @@ const badValue = (value: unknown, name: string): Piece => bad(JSON.stringify(val
 /** The value of `field`, or undefined to leave the field out. */
 export type FieldArbitrary = fc.Arbitrary<Piece | undefined>;
 
-/** An object from its fields, in order; `extra` entries (raw key text allowed) are appended after them. */
+/** An object from its fields, in order; `extra` entries (possibly repeating a field: a duplicate key) come after them. */
 export function objectPiece(fields: [string, Piece | undefined][], extra: [string, Piece][] = []): Piece {
   const entries = [...fields, ...extra].filter((e): e is [string, Piece] => e[1] !== undefined);
   return {
