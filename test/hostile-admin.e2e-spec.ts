@@ -309,6 +309,32 @@ describe('Hostile input: admin API, dashboard API and recorded model ids', () =>
     });
   });
 
+  describe('many keys, under the JSON key limit', () => {
+    // 99,000 keys (about 1 MB): under limits.json_body_max_keys, so the body guard lets them through to
+    // the DTO validation, which must not take time quadratic in them (4–9 s each before).
+    const manyKeys = (prefix: string) => `{${Array.from({ length: 99_000 }, (_, i) => `"${prefix}${i}":1`).join(',')}}`;
+
+    it('answers 400 within 1 s for unknown keys at top level and for an object of keys in a field, on every body route', async () => {
+      const accountId = await newAccount();
+      const top = manyKeys('k');
+      for (const [method, path, field] of [
+        ['POST', '/admin/v1/accounts', 'name'],
+        ['POST', `/admin/v1/accounts/${accountId}/keys`, 'name'],
+        ['POST', `/admin/v1/accounts/${accountId}/credits`, 'amount_usd'],
+        ['PUT', `/admin/v1/accounts/${accountId}/spending-limit`, 'monthly_limit_usd'],
+        ['PUT', `/admin/v1/accounts/${accountId}/subscription`, 'status'],
+      ]) {
+        for (const body of [top, `{"${field}":${top}}`]) {
+          const started = Date.now();
+          const res = await raw(method, path, body);
+          expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 400, code: 'invalid_request_error' });
+          expect(Date.now() - started).toBeLessThan(1000);
+        }
+      }
+      expect(await admin.account(accountId)).toMatchObject({ credits_usd: '0.000000', monthly_limit_usd: null, subscription: { status: 'none' } });
+    });
+  });
+
   describe('model ids of refused requests', () => {
     /** Refused chat requests counted in the metrics, whatever their code. */
     const refusedChats = async (): Promise<number> => {

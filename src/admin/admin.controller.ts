@@ -6,13 +6,13 @@ import { parseIsoDate } from '../common/iso-date';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AdminService } from './admin.service';
-import { AdminValidationPipe } from './admin-validation.pipe';
+import { StrictValidationPipe } from '../common/validation/strict-validation.pipe';
 import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, SubscriptionDto, UsageQueryDto } from './dto/admin.dto';
 
 /** The operator API (DESIGN.md section 4). Authenticated with the admin token, not an API key. */
 @Public()
 @UseGuards(AdminTokenGuard, JsonBodyGuard)
-@UsePipes(AdminValidationPipe)
+@UsePipes(StrictValidationPipe)
 @Controller('admin/v1')
 export class AdminController {
   constructor(private readonly admin: AdminService) {}

@@ -2,7 +2,7 @@ import { Controller, Get, Param, Query, Res, UseGuards, UsePipes } from '@nestjs
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
-import { AdminValidationPipe } from '../admin/admin-validation.pipe';
+import { StrictValidationPipe } from '../common/validation/strict-validation.pipe';
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode, GatewayError } from '../common/errors';
 import { DashboardAsset, loadDashboardAssets } from './dashboard.assets';
@@ -37,7 +37,7 @@ export class DashboardController {
 
   @Get('api/accounts')
   @UseGuards(AdminTokenGuard)
-  @UsePipes(AdminValidationPipe)
+  @UsePipes(StrictValidationPipe)
   accounts(@Query() query: AccountSearchQueryDto) {
     return this.dashboard.findAccounts(query.q);
   }

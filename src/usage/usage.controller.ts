@@ -1,5 +1,5 @@
 import { Controller, Get, Query, Req, UsePipes } from '@nestjs/common';
-import { AdminValidationPipe } from '../admin/admin-validation.pipe';
+import { StrictValidationPipe } from '../common/validation/strict-validation.pipe';
 import { UsageQueryDto } from '../admin/dto/admin.dto';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { usagePeriod } from '../common/http/usage-period';
@@ -11,7 +11,7 @@ export class UsageController {
   constructor(private readonly usage: UsageService) {}
 
   @Get()
-  @UsePipes(AdminValidationPipe)
+  @UsePipes(StrictValidationPipe)
   async own(@Req() req: GatewayRequest, @Query() query: UsageQueryDto) {
     const accountId = req.auth!.accountId;
     return { account_id: accountId, ...(await this.usage.summary(accountId, usagePeriod(query.from, query.to))) };
