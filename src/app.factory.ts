@@ -1,7 +1,11 @@
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
 import { AppModule } from './app.module';
+import { answerClientErrors } from './common/http/client-error-answer';
+import { applyServerTimeouts } from './common/http/server-timeouts';
+import { ROOT_LOGGER } from './common/logging/root-logger';
 import { PinoNestLogger } from './common/logging/pino-nest.logger';
 import { GatewayOptions } from './config/config.module';
 import { setupOpenApi } from './openapi/openapi.setup';
@@ -16,6 +20,9 @@ export async function createGatewayApp(options: GatewayOptions): Promise<INestAp
   app.useLogger(app.get(PinoNestLogger));
   app.disable('x-powered-by');
   app.set('etag', false);
+  const server = app.getHttpServer() as Server;
+  applyServerTimeouts(server, options.config.limits);
+  answerClientErrors(server, options.config.limits, app.get(ROOT_LOGGER));
   // req.ip: the socket's address, or the entry the trusted proxies added to X-Forwarded-For (TRUST_PROXY_HOPS).
   app.set('trust proxy', options.env.trustProxyHops);
   setupOpenApi(app);

@@ -47,6 +47,9 @@ export function describeErrorCode(code: ErrorCode): ErrorShape {
       return { status: 405, type: 'invalid_request_error' };
     case ErrorCode.PayloadTooLarge:
       return { status: 413, type: 'invalid_request_error' };
+    // The request (headers or body) did not arrive in time; the connection is closed.
+    case ErrorCode.RequestTimeout:
+      return { status: 408, type: 'invalid_request_error' };
     case ErrorCode.RateLimitExceeded:
       return { status: 429, type: 'rate_limit_error' };
     // The upstream's own 4xx status is passed through; 400 is only the fallback.

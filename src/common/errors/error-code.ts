@@ -22,6 +22,7 @@ export enum ErrorCode {
   NotFound = 'not_found',
   MethodNotAllowed = 'method_not_allowed',
   PayloadTooLarge = 'payload_too_large',
+  RequestTimeout = 'request_timeout',
   RateLimitExceeded = 'rate_limit_exceeded',
   UpstreamRejected = 'upstream_rejected',
   InternalError = 'internal_error',
