@@ -57,6 +57,24 @@ describe('chat billing', () => {
     expect(usdToMicros(account.month_spend_usd)).toBe(cost);
   });
 
+  it('counts the tokens itself when the upstream reports a count no usage record can hold (over 2^31 - 1)', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.reply = { content: 'A short answer.', promptTokens: 3_000_000_000, completionTokens: 4 };
+    const completion = await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 });
+    expect(completion.choices[0].message.content).toBe('A short answer.');
+
+    const [row] = await waitForUsageRows(db, accountId, 1);
+    expect(row).toMatchObject({ status: 200, error_code: null });
+    // The gateway's own count of "hi" with its chat framing, and of the answer.
+    expect(row.prompt_tokens).toBeLessThan(20);
+    expect(row.completion_tokens).toBe(4);
+    const cost = costMicros(PRICED, row.prompt_tokens, row.completion_tokens);
+    expect(row.cost_micros).toBe(String(cost));
+    const money = await moneyOf(db, accountId);
+    expect(money.charges.map((c) => c.amount)).toEqual([cost]);
+    expect(money).toMatchObject({ reserved: 0n, balance: 1_000_000n - cost });
+  });
+
   it('rounds a fractional charge once, half up, to the micro-dollar', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     // 997 × 1.25 + 123 × 10 = 1246.25 + 1230 = 2476.25 micro-USD → 2476

@@ -357,7 +357,11 @@ describe('Hostile input: admin API, dashboard API and recorded model ids', () =>
       for (const [model] of sent) {
         const res = await postChat(gw, key, { model, messages: [{ role: 'user', content: 'x' }] });
         expect(res.status).toBe(400);
-        expect(((await res.json()) as any).error).toMatchObject({ code: expect.stringMatching(/^(unknown_model|invalid_request_error)$/), param: 'model' });
+        const error = ((await res.json()) as any).error;
+        expect(error).toMatchObject({ code: expect.stringMatching(/^(unknown_model|invalid_request_error)$/), param: 'model' });
+        // The message quotes the id cut short and storable, never the whole of what was sent.
+        expect(error.message.length).toBeLessThan(200);
+        expect(error.message).not.toMatch(/[\u0000\ud800-\udfff]/);
       }
       const rows = await waitForUsageRows(db, accountId, sent.length);
       // Refused requests are recorded as their responses close, not necessarily in order.

@@ -7,7 +7,7 @@ import { constraintMessage } from '../common/validation/constraint-message';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
-import { readRequestedModel } from '../models/requested-model';
+import { quotedModel, readRequestedModel } from '../models/requested-model';
 import { SPEECH_FIELDS, SpeechRequestDto } from './dto/speech-request.dto';
 
 /** A speech request that passed validation, with its catalog model and every default applied. */
@@ -43,7 +43,7 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
     const model = this.catalog.find(modelId);
     if (!model || model.kind !== 'speech') {
       const speechIds = this.catalog.ofKind('speech').map((m) => m.id);
-      throw new GatewayError(ErrorCode.UnknownModel, `"${fields.model}" is not a speech model of the catalog; speech models: ${speechIds.join(', ') || 'none'}.`, 'model');
+      throw new GatewayError(ErrorCode.UnknownModel, `${quotedModel(modelId)} is not a speech model of the catalog; speech models: ${speechIds.join(', ') || 'none'}.`, 'model');
     }
     if (fields.input === undefined || fields.input === null) {
       throw new GatewayError(ErrorCode.MissingInput, 'You must provide the input text to speak.', 'input');

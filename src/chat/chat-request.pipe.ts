@@ -6,7 +6,7 @@ import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
 import { constraintMessage } from '../common/validation/constraint-message';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
-import { readRequestedModel } from '../models/requested-model';
+import { quotedModel, readRequestedModel } from '../models/requested-model';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { ChatCompletionRequestDto, VALIDATED_CHAT_FIELDS } from './dto/chat-completion-request.dto';
 
@@ -31,7 +31,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
     const { fields, modelId } = readRequestedModel(body);
     const model = this.catalog.find(modelId);
     if (!model) {
-      throw new GatewayError(ErrorCode.UnknownModel, `The model "${fields.model}" does not exist; GET /v1/models lists the models served.`, 'model');
+      throw new GatewayError(ErrorCode.UnknownModel, `The model ${quotedModel(modelId)} does not exist; GET /v1/models lists the models served.`, 'model');
     }
     if (model.kind !== 'chat') {
       throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');

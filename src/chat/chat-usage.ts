@@ -45,6 +45,9 @@ export function promptTokenBound(body: Record<string, unknown>, contextWindow: n
   return contextWindow === undefined ? bytes : Math.min(bytes, contextWindow);
 }
 
+/** The usage record's token columns are `integer`: a larger count is not believable, and could not be stored. */
+const MAX_TOKEN_COUNT = 2_147_483_647;
+
 function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 }

@@ -1,4 +1,8 @@
 import { ErrorCode, GatewayError } from '../common/errors';
+import { storableText } from '../common/storable-text';
+
+/** The most of a client's model id an error message repeats. */
+const SHOWN_MODEL_LENGTH = 64;
 
 /** A JSON request body with the `model` it names: the first checks of chat and speech (SPEC.md errors). */
 export function readRequestedModel(body: unknown): { fields: Record<string, unknown>; modelId: string } {
@@ -13,4 +17,9 @@ export function readRequestedModel(body: unknown): { fields: Record<string, unkn
     throw new GatewayError(ErrorCode.InvalidRequest, 'model must be a string.', 'model');
   }
   return { fields, modelId: fields.model };
+}
+
+/** A client's model id as an error message quotes it: storable, at most SHOWN_MODEL_LENGTH units, in JSON quotes. */
+export function quotedModel(id: string): string {
+  return JSON.stringify(storableText(id, SHOWN_MODEL_LENGTH));
 }
