@@ -93,7 +93,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     auth: 'api_key',
     errors: [
       E.InvalidUpload, E.MissingFile, E.UnsupportedFileFormat, E.InvalidResponseFormat, E.UpstreamRejected,
-      E.SubscriptionRequired, E.FairUseLimitReached, E.NotFound, E.PayloadTooLarge, E.UpstreamError,
+      E.SubscriptionRequired, E.FairUseLimitReached, E.NotFound, E.PayloadTooLarge, E.RequestTimeout, E.UpstreamError,
       E.UpstreamUnavailable, E.UpstreamTimeout,
     ],
     requestBody: {
