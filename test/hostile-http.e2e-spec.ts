@@ -217,6 +217,22 @@ describe('Hostile HTTP: uploads stop at the limit, slow requests are cut, Node-l
       expect(client.written).toBeLessThan(5 * MB);
     });
 
+    it('an upload refused before its body is read (402 subscription_required): the rest is not read, the connection closed', async () => {
+      const { key } = await admin.createAccount({});
+      const client = new RawClient(gw.url);
+      await client.write(uploadHead(key, 'Transfer-Encoding: chunked'));
+      await client.write(chunkedPartHead());
+      // 64 KiB every 31 ms (about 2 MB/s), as a client on a real network would send it.
+      await client.stream(20 * MB, { chunked: true, pauseMs: 31 });
+      const answer = await client.answer;
+      await client.closed;
+
+      expectErrorAnswer(answer, 402, 'subscription_required', 'insufficient_quota');
+      expect(answer.headers.connection).toBe('close');
+      expect(gwSockets.get(client.localPort)!.bytesRead).toBeLessThan(1 * MB);
+      expect(client.written).toBeLessThan(2 * MB);
+    });
+
     it('the connection of a 413 is closed, and the next connection is served normally', async () => {
       const { key } = await entitled();
       const res = await postTranscription(gw, key, audioForm({}, { data: audioFixture('hello.wav'), name: 'hello.wav', type: 'audio/wav' }));

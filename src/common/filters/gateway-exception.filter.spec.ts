@@ -57,7 +57,7 @@ function fakeResponse(headersSent = false): FakeResponse {
   return res;
 }
 
-function run(exception: unknown, req: Record<string, unknown> = {}, res = fakeResponse()) {
+function run(exception: unknown, req: Record<string, unknown> = { complete: true }, res = fakeResponse()) {
   const sut = new GatewayExceptionFilter();
   sut.catch(exception, new ExecutionContextHost([req, res]));
   return { req, res };
@@ -158,13 +158,13 @@ describe(GatewayExceptionFilter.name, () => {
   });
 
   it('keeps the id the request already has', () => {
-    const { req } = run(new GatewayError(ErrorCode.NotFound, 'nope'), { id: 'req_existing' });
+    const { req } = run(new GatewayError(ErrorCode.NotFound, 'nope'), { id: 'req_existing', complete: true });
     expect(req.id).toBe('req_existing');
   });
 
   it('notes the error code in the usage draft of an authenticated request', () => {
     const usage = { errorCode: null as string | null };
-    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { usage });
+    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { usage, complete: true });
     expect(usage.errorCode).toBe('insufficient_credits');
   });
 

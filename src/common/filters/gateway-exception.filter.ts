@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../http/gateway-request';
+import { refuseUnreadBody } from '../http/refuse-unread-body';
 import { assignRequestId } from '../http/request-id';
 
 const RETRY_AFTER_S = 1;
@@ -25,6 +26,8 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (!res.writableEnded) res.end();
       return;
     }
+    // Refused before its body was read to the end (401, 402, 413, 429 on an upload, say): the rest is not read.
+    if (!req.complete) refuseUnreadBody(req, res);
     // A short outage: clients that honour Retry-After come back when the database may be back.
     if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
     res.status(error.status).json(error.toBody());

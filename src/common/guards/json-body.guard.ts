@@ -39,14 +39,18 @@ function readJson(req: GatewayRequest, limits: LimitsConfig, invalidCode: ErrorC
   if (declared > limit) {
     return Promise.reject(tooLarge(limit));
   }
+  // The client left while the checks before the body ran: its body will never come.
+  if (req.destroyed) {
+    return Promise.reject(new GatewayError(ErrorCode.InvalidRequest, 'The connection closed before the request body was read.'));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
+        // The rest is not read: the exception filter closes the connection after the 413 (refuseUnreadBody).
         cleanup();
-        req.resume();
         reject(tooLarge(limit));
         return;
       }
