@@ -2,11 +2,12 @@ import type { Server } from 'node:http';
 import { LimitsConfig } from '../../config/gateway-config.schema';
 
 /**
- * Above the idle timeout of the proxy's keep-alive connections to the replicas (nginx's
- * keepalive_timeout, 60 s by default), so that the proxy, not the gateway, closes an idle connection:
- * otherwise a request sent just as the gateway closes it fails at the proxy (502).
+ * Idle keep-alive connections are closed after this long. Short, so that a stopping replica is not held
+ * by connections that go idle only after it began to close (Node closes those idle at that moment only).
+ * The proxy in front closes its idle connections sooner (deploy/nginx.conf: keepalive_timeout 4s), so it
+ * never sends a request on a connection the gateway is closing.
  */
-export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /** Node checks the header and request timeouts of its connections every so often (30 s by default). */
 const MAX_CHECK_INTERVAL_MS = 1000;
 
