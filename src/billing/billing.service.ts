@@ -277,10 +277,9 @@ export class BillingService {
     submitted.then(attempted, attempted);
     try {
       // While it is pending, its part stays used in the lease: the lease never hands out money this charge needs.
-      const result = await submitted.catch((err: unknown) => {
-        if (!isDatabaseUnavailable(err)) throw err;
-        return this.pendingWrites.keep({ kind: 'settlement', requestId: req.id, micros: charge }, () => this.settleAgain(item));
-      });
+      const result = await this.pendingWrites.write({ kind: 'settlement', requestId: req.id, micros: charge }, submitted, () =>
+        this.settleAgain(item),
+      );
       if (result.released === null) this.lost(lease);
       else lease.size -= BigInt(result.released);
       const charged = BigInt(result.charged);

@@ -46,15 +46,23 @@ export class PendingWrites {
 
   constructor(private readonly metrics: MetricsService) {}
 
-  get size(): number {
-    return this.queue.length;
+  /**
+   * The outcome of `first` (a write already under way); if it fails because the database is unavailable,
+   * `again` is kept and retried until it commits (keep). `again` must be safe after a first attempt of
+   * unknown outcome. Rejects with any other error as it is, or with PendingWriteLost.
+   */
+  write<T>(label: PendingWriteLabel, first: Promise<T>, again: () => Promise<T>): Promise<T> {
+    return first.catch((err: unknown) => {
+      if (!isDatabaseUnavailable(err)) throw err;
+      return this.keep(label, again);
+    });
   }
 
   /**
    * Retries `attempt` until it succeeds, starting ~250 ms from now; resolves with its result. Rejects
    * with the attempt's error when that is not "database unavailable", or with PendingWriteLost.
    */
-  keep<T>(label: PendingWriteLabel, attempt: () => Promise<T>): Promise<T> {
+  private keep<T>(label: PendingWriteLabel, attempt: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(this.lose(label, 'the process is stopping'));
     if (this.queue.length >= CAPACITY) return Promise.reject(this.lose(label, `${CAPACITY} writes are pending already`));
     return new Promise<T>((resolve, reject) => {

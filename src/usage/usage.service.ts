@@ -8,7 +8,6 @@ import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { GatewayRequest, UsageDraft } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
 import { PendingWriteLost, PendingWrites } from './pending-writes';
-import { isDatabaseUnavailable } from '../common/database/database-unavailable';
 import { storableText } from '../common/storable-text';
 import { CatalogService } from '../models/catalog.service';
 
@@ -130,11 +129,8 @@ export class UsageService {
     if (!row) return;
     // ON CONFLICT DO NOTHING: attempting it again after an attempt of unknown outcome writes it once.
     const insert = () => this.db.query(INSERT_UNCHARGED, [JSON.stringify(row)]);
-    insert()
-      .catch((err: Error) => {
-        if (!isDatabaseUnavailable(err)) throw err;
-        return this.pendingWrites.keep({ kind: 'usage record', requestId: req.id, micros: 0n }, insert);
-      })
+    this.pendingWrites
+      .write({ kind: 'usage record', requestId: req.id, micros: 0n }, insert(), insert)
       .then(
         () => this.observeRecorded(req, status, 0n),
         (err: Error) => {
