@@ -5,7 +5,9 @@
  * BENCH_UNLOADED_BLOCKS, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
  * the environment). BENCH_BASELINE names another checkout of this project (a git worktree with its
  * node_modules): its gateway runs beside this one as the target "baseline gateway", for A/B comparisons
- * within one run.
+ * within one run. BENCH_DEPLOYMENTS=2 adds the model `bench-routed`, served by two deployments (the bench
+ * upstream and a second one failing BENCH_FLAKY_RATIO, default 20%, of its requests with a 500), and
+ * compares it with the single-deployment `bench-model` on the gateway: throughput and added latency.
  * Results: docs/performance.md.
  */
 import autocannon from 'autocannon';
@@ -25,10 +27,14 @@ const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 50);
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 300);
 const UNLOADED_BLOCKS = Number(process.env.BENCH_UNLOADED_BLOCKS ?? 3);
 const BASELINE = process.env.BENCH_BASELINE;
+const DEPLOYMENTS = Number(process.env.BENCH_DEPLOYMENTS ?? 1);
+const FLAKY_RATIO = process.env.BENCH_FLAKY_RATIO ?? '0.2';
 const WARM_UP_REQUESTS = 20;
 const WARM_UP_S = 2;
 /** Only the rows whose "mode | target" matches this pattern run (e.g. "json \\| gateway$"). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
+/** Loaded runs per target, taken in turn (A, B, A, B…) and reported by their median: an A/B that a drift of the VM's speed touches alike. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const CLOCK_TICKS_PER_S = 100;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
@@ -74,6 +80,14 @@ function load(target: Target, stream: boolean, model: string, duration: number) 
     duration,
     ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
+}
+
+type Load = Awaited<ReturnType<typeof throughput>>;
+
+/** The run with the median CPU per request (its other figures with it). */
+function median(loads: Load[]): Load {
+  const sorted = [...loads].sort((a, b) => Number(a.cpuUs) - Number(b.cpuUs) || a.rps - b.rps);
+  return sorted[Math.floor(sorted.length / 2)];
 }
 
 async function throughput(target: Target, stream: boolean, model: string) {
@@ -223,15 +237,19 @@ async function benchDatabase(): Promise<{ url: string | undefined; drop(): Promi
   };
 }
 
-async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined, root = ROOT, name = 'gateway'): Promise<{ targets: Target[]; pid: number }> {
+async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefined, root = ROOT, name = 'gateway', flakyUrl?: string): Promise<{ targets: Target[]; pid: number }> {
   const configPath = GATEWAY_CONFIG_PATH;
   const models = ['bench-model', 'bench-slow']
     .map((id) => `  - { id: ${id}, kind: chat, provider: bench, upstream_model: ${id}, input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`)
     .join('\n');
+  const provider = (id: string, base: string) => `  ${id}: { type: openai-compatible, base_url: "${base}/v1", timeouts: { connect_ms: 2000, request_ms: 60000 }, max_connections: 2048 }\n`;
+  const routed = flakyUrl
+    ? `\n  - { id: bench-routed, kind: chat, deployments: [{ provider: bench, upstream_model: bench-model }, { provider: bench-flaky, upstream_model: bench-model }], input_price_per_million: 0.15, output_price_per_million: 0.6, max_output_tokens: 1000 }`
+    : '';
   writeFileSync(
     configPath,
-    `providers:\n  bench: { type: openai-compatible, base_url: "${upstreamUrl}/v1", timeouts: { connect_ms: 2000, request_ms: 60000 }, max_connections: 2048 }\n` +
-      `catalog:\n${models}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
+    `providers:\n${provider('bench', upstreamUrl)}${flakyUrl ? provider('bench-flaky', flakyUrl) : ''}` +
+      `catalog:\n${models}${routed}\nlimits:\n  chat_burst: { requests: 100000000, window_s: 1 }\n`,
   );
   const port = 18000 + (process.pid % 1000) + (root === ROOT ? 0 : 1);
   // Started as `npm start` starts it (its node flags included), after any extra flags of the run.
@@ -263,7 +281,8 @@ async function main(): Promise<void> {
   const upstream = await startChild(...tsNode('bench-upstream.ts'), {}, /^\d+$/);
   const upstreamUrl = `http://127.0.0.1:${upstream.line.trim()}`;
   const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
-  const gateway = await gatewayTarget(upstreamUrl, database.url);
+  const flaky = DEPLOYMENTS === 2 ? await startChild(...tsNode('bench-upstream.ts'), { BENCH_FAIL_RATIO: FLAKY_RATIO }, /^\d+$/) : undefined;
+  const gateway = await gatewayTarget(upstreamUrl, database.url, ROOT, 'gateway', flaky && `http://127.0.0.1:${flaky.line.trim()}`);
   const baseline = BASELINE ? await gatewayTarget(upstreamUrl, database.url, BASELINE, 'baseline gateway') : undefined;
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {}, pid: upstream.child.pid },
@@ -278,9 +297,14 @@ async function main(): Promise<void> {
     // Unloaded latency does not depend on how many accounts send requests.
     const single = selected.filter((target) => !target.rotation);
     const idleTimes = await unloaded(single, stream, 'bench-model');
-    for (const target of selected) {
+    const loads: Load[][] = selected.map(() => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let t = 0; t < selected.length; t++) loads[t].push(await throughput(selected[t], stream, 'bench-model'));
+    }
+    for (let t = 0; t < selected.length; t++) {
+      const target = selected[t];
       const idle = target.rotation ? NaN : idleTimes[single.indexOf(target)];
-      const load = await throughput(target, stream, 'bench-model');
+      const load = median(loads[t]);
       rows.push(
         `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} | ${load.cpuUs} | ${load.dbCpuUs} |`,
       );
@@ -291,6 +315,7 @@ async function main(): Promise<void> {
     `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) | CPU µs/request | PostgreSQL CPU µs/request |\n` +
       `|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n`,
   );
+  if (flaky) await compareRouted(gateway.targets[0]);
   if (STREAMS > 0) {
     const streams = await manyStreams(gateway.targets[0], gateway.pid);
     process.stdout.write(
@@ -298,6 +323,25 @@ async function main(): Promise<void> {
         `RSS ${streams.before.toFixed(0)} MB before, ${streams.peak.toFixed(0)} MB peak (+${streams.growth.toFixed(0)} MB)\n`,
     );
   }
+}
+
+/** BENCH_DEPLOYMENTS=2: the same gateway, one model with one deployment and one with two (one of them flaky). */
+async function compareRouted(gateway: Target): Promise<void> {
+  const rows: string[] = [];
+  for (const stream of [false, true]) {
+    const [single] = await unloaded([gateway], stream, 'bench-model');
+    const [routed] = await unloaded([gateway], stream, 'bench-routed');
+    for (const [model, idle] of [['bench-model', single], ['bench-routed', routed]] as const) {
+      const load = await throughput(gateway, stream, model);
+      const added = model === 'bench-routed' ? `${(routed - single).toFixed(3)}` : '';
+      rows.push(`| ${stream ? 'stream' : 'json'} | ${model} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${idle.toFixed(3)} | ${added} | ${load.cpuUs} |`);
+      process.stdout.write(`${rows[rows.length - 1]}\n`);
+    }
+  }
+  process.stdout.write(
+    `\nTwo deployments, one failing ${Number(FLAKY_RATIO) * 100}% of its requests (retried on the other before the first byte):\n` +
+      `| mode | model | req/s | p50 ms | p99 ms | errors | unloaded ms | added ms | CPU µs/request |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n`,
+  );
 }
 
 main()

@@ -1,24 +1,22 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
-import { BillingModule } from './billing/billing.module';
 import { ChatModule } from './chat/chat.module';
-import { BurstLimitModule } from './burst-limit/burst-limit.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { AccessLogMiddleware } from './common/http/access-log.middleware';
 import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
+import { StrictValidationPipe } from './common/validation/strict-validation.pipe';
 import { LoggingModule } from './common/logging/logging.module';
 import { ConfigModule, GatewayOptions } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { databaseModule } from './database/database.module';
-import { EntitlementsModule } from './entitlements/entitlements.module';
 import { HealthModule } from './health/health.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
 import { KeysModule } from './keys/keys.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ModelsModule } from './models/models.module';
-import { ProvidersModule } from './providers/providers.module';
+import { ResponsesModule } from './responses/responses.module';
 import { UsageModule } from './usage/usage.module';
 
 @Module({})
@@ -30,16 +28,14 @@ export class AppModule implements NestModule {
         ConfigModule.register(options),
         LoggingModule,
         databaseModule(options),
+        // The global ApiKeyGuard below resolves here (KeysModule); UsageModule meters every /v1 request.
         KeysModule,
-        MetricsModule,
         UsageModule,
-        BillingModule,
-        BurstLimitModule,
-        EntitlementsModule,
-        ModelsModule,
-        ProvidersModule,
         ChatModule,
+        ResponsesModule,
         AudioModule,
+        ModelsModule,
+        MetricsModule,
         AdminModule,
         HealthModule,
         DashboardModule,
@@ -47,6 +43,7 @@ export class AppModule implements NestModule {
       providers: [
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: GatewayExceptionFilter },
+        { provide: APP_PIPE, useClass: StrictValidationPipe },
       ],
     };
   }

@@ -1,47 +1,49 @@
 import 'reflect-metadata';
+import { INestApplication, Logger as NestLogger } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
 import { DemoSeedService } from './admin/demo-seed.service';
-import { AdminTokenService } from './admin/admin-token.service';
+import { AdminTokenService } from './admin-token/admin-token.service';
 import { createGatewayApp } from './app.factory';
-import { readEmbeddedPgEnv, readEnv } from './config/env';
-import { ConfigError, loadGatewayConfig } from './config/gateway-config.loader';
+import { resolveLogFormat, stdoutDestination } from './common/logging/log-output';
+import { PinoNestLogger } from './common/logging/pino-nest.logger';
+import { createRootLogger } from './common/logging/root-logger';
+import { Env, readEmbeddedPgEnv, readEnv } from './config/env';
+import { loadGatewayConfig } from './config/gateway-config.loader';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
+import { DATABASE_START_WAIT_MS, waitForDatabase } from './startup/database-reachability';
+import { announceStart } from './startup/start-banner';
+import { describeStartupFailure, StartupError } from './startup/startup-error';
 
 async function bootstrap(): Promise<void> {
   const env = readEnv();
+  const format = resolveLogFormat(env.logFormat);
+  const root = createRootLogger(env.logLevel, stdoutDestination(format));
+  // Nest logs through pino from the first line on, a failed initialisation included.
+  NestLogger.overrideLogger(new PinoNestLogger(root));
+  const logger = root.child({ context: 'Gateway' });
   const config = loadGatewayConfig(env.gatewayConfigPath);
 
   let embedded: EmbeddedDatabase | null = null;
   try {
-    if (!env.databaseUrl) {
-      const pg = readEmbeddedPgEnv();
-      process.stdout.write(`No DATABASE_URL: starting embedded PostgreSQL (data in ${pg.dataDir}, port ${pg.port})\n`);
-      embedded = await startEmbeddedPostgres({ dataDir: pg.dataDir, port: pg.port, database: 'gateway' });
+    const pg = env.databaseUrl ? null : readEmbeddedPgEnv();
+    if (pg) {
+      logger.debug(`No DATABASE_URL: starting embedded PostgreSQL (data in ${pg.dataDir}, port ${pg.port})`);
+      const log = (line: string) => logger.debug({ context: 'EmbeddedPostgres' }, line);
+      embedded = await startEmbeddedPostgres({ ...pg, portFromEnv: Boolean(process.env.EMBEDDED_PG_PORT), database: 'gateway', log });
+    } else {
+      logger.debug(`Connecting to DATABASE_URL (giving up after ${DATABASE_START_WAIT_MS / 1000} s)`);
+      await waitForDatabase(env.databaseUrl!);
     }
-    const databaseUrl = env.databaseUrl ?? embedded!.url;
-
-    const app = await createGatewayApp({ env, config, databaseUrl });
-    const shutdown = async (signal: string) => {
-      process.stdout.write(`${signal} received: finishing in-flight requests\n`);
-      await app.close();
-      await embedded?.stop();
-      process.stdout.write('Gateway stopped\n');
-      process.exit(0);
-    };
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void shutdown(signal));
+    const app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl ?? embedded!.url });
+    stopOnSignals(app, embedded, logger);
 
     await app.init();
     const adminToken = app.get(AdminTokenService).generatedToken;
     const demo = await app.get(DemoSeedService).seedIfEmpty();
-    await app.listen(env.port);
+    await listen(app, env);
     const { port } = app.getHttpServer().address() as AddressInfo;
-    const base = `http://localhost:${port}/v1`;
-    process.stdout.write(`Gateway listening on ${base}\n`);
-    if (adminToken) process.stdout.write(`Admin token (shown once, keep it): ${adminToken}\n`);
-    if (demo) {
-      process.stdout.write(`Demo account ${demo.accountId}: $5.00 credits, 14-day trial\n`);
-      process.stdout.write(`Demo API key (shown once, keep it): ${demo.key}\n`);
-    }
+    announceStart({ base: `http://localhost:${port}/v1`, adminToken, demo, embedded: pg }, format, logger);
   } catch (err) {
     // Do not leave the embedded server running behind a gateway that failed to start.
     await embedded?.stop().catch(() => undefined);
@@ -49,8 +51,31 @@ async function bootstrap(): Promise<void> {
   }
 }
 
-bootstrap().catch((err: Error) => {
-  const message = err instanceof ConfigError ? err.message : (err.stack ?? String(err));
-  process.stderr.write(`Gateway failed to start: ${message}\n`);
+function stopOnSignals(app: INestApplication, embedded: EmbeddedDatabase | null, logger: Logger): void {
+  const shutdown = async (signal: string) => {
+    logger.info(`${signal} received: finishing in-flight requests`);
+    await app.close();
+    await embedded?.stop();
+    logger.info('Gateway stopped');
+    process.exit(0);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void shutdown(signal));
+}
+
+async function listen(app: INestApplication, env: Env): Promise<void> {
+  try {
+    await app.listen(env.port);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`Port ${env.port} (PORT) is already in use by another program (another gateway?). Pick another, e.g. PORT=${env.port + 1} npm start`);
+    }
+    if (code === 'EACCES') throw new StartupError(`Port ${env.port} (PORT) needs privileges this process lacks. Pick a port above 1023 with PORT.`);
+    throw err;
+  }
+}
+
+bootstrap().catch((err: unknown) => {
+  process.stderr.write(`Gateway failed to start: ${describeStartupFailure(err)}\n`);
   process.exit(1);
 });

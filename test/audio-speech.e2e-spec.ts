@@ -3,11 +3,15 @@ import { AdminClient } from './support/admin-client';
 import { audioUsageRows, errorOf, expectFairUse, FAKE_TTS, postSpeech, sdk, withFakeAudioProvider } from './support/audio-support';
 import { useGatewayWithFake } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
-import { RawConfig, TestApp } from './support/test-app';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
 const MAX_CHARS = 40;
 const MP3_ONLY = 'fake-tts-mp3-only';
 const NO_VOICES = 'fake-tts-any-voice';
+const ALIASED = { id: 'fake-tts-aliased', voices: ['warm', 'deep'], voice_aliases: { alloy: 'warm', onyx: 'deep' } };
+
+/** OpenAI's voice names (the SDK's `voice` type), all accepted by the shipped local-tts. */
+const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'nova', 'onyx', 'sage', 'shimmer', 'verse'] as const;
 
 const CONTENT_TYPES: [string, string][] = [
   ['mp3', 'audio/mpeg'],
@@ -25,6 +29,7 @@ describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
     withFakeAudioProvider(fakeUrl)(raw);
     raw.catalog.push({ id: MP3_ONLY, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', voices: ['alloy'], response_formats: ['mp3'] });
     raw.catalog.push({ id: NO_VOICES, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1', response_formats: ['wav'] });
+    raw.catalog.push({ ...ALIASED, kind: 'speech', provider: 'fake-audio', upstream_model: 'tts-1' });
     raw.limits.speech_max_input_chars = MAX_CHARS;
   });
   beforeAll(async () => {
@@ -66,6 +71,18 @@ describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('audio/wav');
       expect(fake.requests[0].body).toMatchObject({ voice: 'nova', response_format: 'wav' });
+    });
+
+    it.each([
+      ['an alias', 'onyx', 'deep'],
+      ['another alias', 'alloy', 'warm'],
+      ['one of its own voices', 'deep', 'deep'],
+      ['no voice (its first own voice)', undefined, 'warm'],
+      ['a null voice (as none: its first own voice)', null, 'warm'],
+    ])('sends the upstream the model\'s own voice for %s', async (_, voice, sent) => {
+      const res = await sdk(gw, key).audio.speech.create({ model: ALIASED.id, input: 'Hi.', ...(voice !== undefined ? { voice } : {}) } as any);
+      expect(res.status).toBe(200);
+      expect(fake.requests[0].body).toMatchObject({ model: 'tts-1', voice: sent });
     });
 
     it('streams the audio as it arrives: the first bytes come before the upstream has finished', async () => {
@@ -144,6 +161,21 @@ describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
       expect(fake.requests).toHaveLength(0);
     });
 
+    it.each([
+      ['an alias of another model', 'nova'],
+      ['an alias in another case', 'Onyx'],
+      ['a name of Object.prototype', 'constructor'],
+      ['__proto__', '__proto__'],
+      ['5,000 characters (quoted cut short)', 'x'.repeat(5000)],
+    ])('invalid_input for %s on a model with aliases, listing its voices and aliases', async (_, voice) => {
+      const res = await postSpeech(gw, key, { model: ALIASED.id, input: 'Hi.', voice });
+      const error = await errorOf(res);
+      expect(error).toMatchObject({ status: 400, code: 'invalid_input', param: 'voice' });
+      expect(error.message).toContain('voices: warm, deep; aliases: alloy, onyx');
+      expect(error.message.length).toBeLessThan(200);
+      expect(fake.requests).toHaveLength(0);
+    });
+
     it('input_too_long one character over the configured maximum', async () => {
       const res = await postSpeech(gw, key, { model: FAKE_TTS.id, input: 'x'.repeat(MAX_CHARS + 1) });
       expect(await errorOf(res)).toMatchObject({ status: 400, code: 'input_too_long', param: 'input' });
@@ -200,5 +232,42 @@ describe('POST /v1/audio/speech (openai-compatible upstream)', () => {
       const [row] = await audioUsageRows(db, account.accountId, 1);
       expect(row).toMatchObject({ endpoint: '/v1/audio/speech', status: 499 });
     });
+  });
+});
+
+describe('POST /v1/audio/speech: OpenAI voice names on the shipped local-tts (espeak-ng)', () => {
+  let gw: TestApp, key: string;
+  beforeAll(async () => {
+    gw = await startTestApp(); // config/gateway.yaml as shipped
+    ({ key } = await new AdminClient(gw.url).createAccount({ subscription: 'trial' }));
+  });
+  afterAll(() => gw?.close());
+
+  async function spoken(voice?: string): Promise<Buffer> {
+    const res = await sdk(gw, key).audio.speech.create({ model: 'local-tts', input: 'Hello from the gateway.', ...(voice ? { voice } : {}) } as any);
+    expect(res.headers.get('content-type')).toBe('audio/mpeg');
+    return Buffer.from(await res.arrayBuffer());
+  }
+
+  it('speaks every OpenAI voice name through the SDK, each in a voice of its own', async () => {
+    const audio = new Map<string, string>();
+    for (const voice of OPENAI_VOICES) {
+      const mp3 = await spoken(voice);
+      expect(mp3.length).toBeGreaterThan(1000);
+      audio.set(voice, mp3.toString('base64'));
+    }
+    expect(new Set(audio.values()).size).toBe(OPENAI_VOICES.length);
+  });
+
+  it('keeps the default voice when none is sent: the first own voice, en-us', async () => {
+    expect(await spoken()).toEqual(await spoken('en-us'));
+    expect(await spoken()).not.toEqual(await spoken('alloy'));
+  });
+
+  it.each(['nova-2', 'en-us+f9', '--help', '-v'])('answers the unknown voice %s with 400 invalid_input listing the accepted names', async (voice) => {
+    const error = await errorOf(await postSpeech(gw, key, { model: 'local-tts', input: 'Hi.', voice }));
+    expect(error).toMatchObject({ status: 400, code: 'invalid_input', param: 'voice' });
+    expect(error.message).toContain('voices: en-us, en-gb, en, en-us+f1');
+    expect(error.message).toContain(`aliases: ${OPENAI_VOICES.join(', ')}`);
   });
 });

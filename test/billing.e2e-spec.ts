@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { BillingService, Reservation } from '../src/billing/billing.service';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
-import { GatewayRequest } from '../src/common/http/gateway-request';
 import { monthKey } from '../src/common/month';
 import { CatalogEntry } from '../src/config/gateway-config.schema';
-import { newUsageDraft } from '../src/usage/usage.service';
+import { TokenUsage, UsageRecordValues } from '../src/usage/usage-record';
 import { AdminClient } from './support/admin-client';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
@@ -24,15 +23,32 @@ function addModel(raw: RawConfig): void {
   raw.catalog.push(MODEL);
 }
 
-/** A chat request after its hold, so settle can write the usage record. */
-function fakeRequest(accountId: string, keyId: string): GatewayRequest {
+/** A request's usage record as its meter hands it to the settlement, which writes it with the charge. */
+function usageRecord(reservation: Reservation, keyId: string, usage: TokenUsage): UsageRecordValues {
   return {
-    id: `req_${randomUUID()}`,
-    path: '/v1/chat/completions',
-    auth: { accountId, keyId },
-    // As the chat handler leaves it once the hold is taken.
-    usage: { ...newUsageDraft('/v1/chat/completions'), model: MODEL.id, awaitingSettlement: true },
-  } as unknown as GatewayRequest;
+    request_id: reservation.requestId,
+    account_id: reservation.accountId,
+    key_id: keyId,
+    model: MODEL.id,
+    endpoint: '/v1/chat/completions',
+    status: 200,
+    error_code: null,
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    audio_seconds: '0.000',
+    input_chars: 0,
+    latency_ms: 0,
+    streamed: false,
+  };
+}
+
+function settle(billing: BillingService, reservation: Reservation, keyId: string, usage: TokenUsage, linger = false): Promise<bigint> {
+  return billing.settle(reservation, usage, usageRecord(reservation, keyId, usage), linger);
+}
+
+/** As the usage meter settles after the response: nobody awaits it (the shutdown must). */
+function settleAfterResponse(billing: BillingService, reservation: Reservation, keyId: string, usage: TokenUsage): void {
+  settle(billing, reservation, keyId, usage, true).catch(() => undefined);
 }
 
 describe('BillingService against PostgreSQL', () => {
@@ -81,15 +97,15 @@ describe('BillingService against PostgreSQL', () => {
 
   it('holds the worst case, then charges prompt × input + completion × output exactly, with ledger entry and usage record', async () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
-    const req = fakeRequest(accountId, keyId);
-    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 1000, requestedMaxTokens: 200 });
+    const requestId = `req_${randomUUID()}`;
+    const reservation = await billing.reserve({ accountId, requestId, model, promptTokens: 1000, requestedMaxTokens: 200 });
     // 1000 × 1.25 + 200 × 10 = 3250 micro-USD; the account could afford 100 more such holds, so the
     // budget lease takes 8 holds of spare room besides: one hold row, reserved like any hold.
     expect(reservation).toMatchObject({ holdMicros: 3250n, outputAllowance: 200, capped: false });
     expect(await money(accountId)).toMatchObject({ balance: 1_000_000n, reserved: 9n * 3250n, held: 9n * 3250n, holds: 1 });
 
     // 997 × 1.25 = 1246.25, + 123 × 10 = 2476.25 → 2476 micro-USD (rounded half up, once)
-    const cost = await billing.settle(reservation, req, { promptTokens: 997, completionTokens: 123 }, 200);
+    const cost = await settle(billing, reservation, keyId, { promptTokens: 997, completionTokens: 123 });
     expect(cost).toBe(2476n);
     const after = await moneyAtRest(accountId);
     expect(after).toMatchObject({ balance: 1_000_000n - 2476n, reserved: 0n, held: 0n, spend: 2476n, holds: 0 });
@@ -98,8 +114,8 @@ describe('BillingService against PostgreSQL', () => {
     const ledger = await db.query(`SELECT kind, amount_micros, balance_after_micros, request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [
       accountId,
     ]);
-    expect(ledger).toEqual([{ kind: 'charge', amount_micros: '-2476', balance_after_micros: String(1_000_000 - 2476), request_id: req.id }]);
-    const usage = await db.query(`SELECT status, prompt_tokens, completion_tokens, cost_micros, model FROM usage_records WHERE request_id = $1`, [req.id]);
+    expect(ledger).toEqual([{ kind: 'charge', amount_micros: '-2476', balance_after_micros: String(1_000_000 - 2476), request_id: requestId }]);
+    const usage = await db.query(`SELECT status, prompt_tokens, completion_tokens, cost_micros, model FROM usage_records WHERE request_id = $1`, [requestId]);
     expect(usage).toEqual([{ status: 200, prompt_tokens: 997, completion_tokens: 123, cost_micros: '2476', model: MODEL.id }]);
   });
 
@@ -107,16 +123,16 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const r1 = await reserve(accountId, 2, 0);
     expect(r1.holdMicros).toBe(3n);
-    expect(await billing.settle(r1, fakeRequest(accountId, keyId), { promptTokens: 2, completionTokens: 0 }, 200)).toBe(3n);
+    expect(await settle(billing, r1, keyId, { promptTokens: 2, completionTokens: 0 })).toBe(3n);
     const r2 = await reserve(accountId, 1, 0);
-    expect(await billing.settle(r2, fakeRequest(accountId, keyId), { promptTokens: 1, completionTokens: 0 }, 200)).toBe(1n);
+    expect(await settle(billing, r2, keyId, { promptTokens: 1, completionTokens: 0 })).toBe(1n);
     expect((await money(accountId)).balance).toBe(1_000_000n - 4n);
   });
 
   it('never charges more than the hold, even when the upstream overran the allowance', async () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const reservation = await reserve(accountId, 100, 10); // 125 + 100 = 225
-    const cost = await billing.settle(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 50 }, 200);
+    const cost = await settle(billing, reservation, keyId, { promptTokens: 100, completionTokens: 50 });
     expect(cost).toBe(225n);
     expect((await money(accountId)).balance).toBe(1_000_000n - 225n);
   });
@@ -192,12 +208,12 @@ describe('BillingService against PostgreSQL', () => {
 
   it('is idempotent: a second settle or release neither charges nor releases again', async () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
-    const req = fakeRequest(accountId, keyId);
-    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    const requestId = `req_${randomUUID()}`;
+    const reservation = await billing.reserve({ accountId, requestId, model, promptTokens: 100, requestedMaxTokens: 100 });
     const other = await reserve(accountId, 100, 100); // keeps the lease in use
     expect(other.lease).toBe(reservation.lease);
-    expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 10 }, 200)).toBe(225n);
-    expect(await billing.settle(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200)).toBe(0n);
+    expect(await settle(billing, reservation, keyId, { promptTokens: 100, completionTokens: 10 })).toBe(225n);
+    expect(await settle(billing, reservation, keyId, { promptTokens: 100, completionTokens: 10 })).toBe(0n);
     await billing.release(reservation);
     // Only the other request's hold is still in use: a second release would have freed it twice.
     expect(reservation.lease.used).toBe(other.holdMicros);
@@ -219,12 +235,12 @@ describe('BillingService against PostgreSQL', () => {
     const keyOf = (r: Reservation) => (r.accountId === a.accountId ? a.keyId : b.keyId);
     expect(held.every((r) => r.holdMicros === 1125n)).toBe(true);
     const [first, ...rest] = held;
-    expect(await billing.settle(first, fakeRequest(first.accountId, keyOf(first)), { promptTokens: 100, completionTokens: 10 }, 200)).toBe(225n);
+    expect(await settle(billing, first, keyOf(first), { promptTokens: 100, completionTokens: 10 })).toBe(225n);
 
     // completion i × 7 tokens: 125 + 70·i micro-USD each; the repeated settle of `first` is in the same batch.
     const charges = await Promise.all([
-      ...rest.map((r, i) => billing.settle(r, fakeRequest(r.accountId, keyOf(r)), { promptTokens: 100, completionTokens: 7 * i }, 200)),
-      billing.settle(first, fakeRequest(first.accountId, keyOf(first)), { promptTokens: 100, completionTokens: 10 }, 200),
+      ...rest.map((r, i) => settle(billing, r, keyOf(r), { promptTokens: 100, completionTokens: 7 * i })),
+      settle(billing, first, keyOf(first), { promptTokens: 100, completionTokens: 10 }),
     ]);
     expect(charges).toEqual([...rest.map((_, i) => 125n + 70n * BigInt(i)), 0n]);
 
@@ -259,7 +275,7 @@ describe('BillingService against PostgreSQL', () => {
     // All of it in this process's one lease.
     expect(await money(accountId)).toMatchObject({ reserved: 22_500n, held: 22_500n, holds: 1 });
 
-    await Promise.all(held.map((r) => billing.settle(r, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 100 }, 200)));
+    await Promise.all(held.map((r) => settle(billing, r, keyId, { promptTokens: 100, completionTokens: 100 })));
     const state = await moneyAtRest(accountId);
     expect(state).toMatchObject({ balance: 0n, reserved: 0n, held: 0n, spend: 22_500n, holds: 0 });
     expect(state.ledgerSum).toBe(0n);
@@ -278,7 +294,7 @@ describe('BillingService against PostgreSQL', () => {
     await locker.startTransaction();
     await locker.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [accountId]);
     // 125 + 10 × 10 = 225 each; nobody awaits these settlements, the shutdown must.
-    for (const r of pending) otherBilling.settleAfterResponse(r, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+    for (const r of pending) settleAfterResponse(otherBilling, r, keyId, { promptTokens: 100, completionTokens: 10 });
     const closing = other.close();
     await new Promise((resolve) => setTimeout(resolve, 300));
     await locker.commitTransaction();
@@ -310,7 +326,7 @@ describe('BillingService against PostgreSQL', () => {
     const held = [first, ...(await Promise.all(Array.from({ length: 8 }, () => reserve(accountId, 100, 100))))]; // the lease, full
     expect(await money(accountId)).toMatchObject({ reserved: 9n * 1125n, holds: 1 });
     // 125 + 10 × 10 = 225 charged; the other 900 of its hold is free room in the lease before the charge commits.
-    billing.settleAfterResponse(held[0], fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+    settleAfterResponse(billing, held[0], keyId, { promptTokens: 100, completionTokens: 10 });
     const next = await reserve(accountId, 100, 50); // 125 + 500 = 625
     expect(next.lease).toBe(held[0].lease);
     await waitFor(async () => (await money(accountId)).balance === 1_000_000_000n - 225n, 2000);
@@ -327,7 +343,7 @@ describe('BillingService against PostgreSQL', () => {
     for (let i = 0; i < 4; i++) {
       const reservation = await reserve(accountId, 100, 100);
       // Sent right after its response; the next request asks before this charge (225) has committed.
-      billing.settleAfterResponse(reservation, fakeRequest(accountId, keyId), { promptTokens: 100, completionTokens: 10 }, 200);
+      settleAfterResponse(billing, reservation, keyId, { promptTokens: 100, completionTokens: 10 });
     }
     await expect(reserve(accountId, 100, 100)).rejects.toMatchObject({ code: 'insufficient_credits' }); // 900 left
     const state = await moneyAtRest(accountId);
@@ -474,13 +490,13 @@ describe('HoldSweeper', () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const billing = gw.app.get(BillingService);
     const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
-    const req = fakeRequest(accountId, keyId);
-    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    const requestId = `req_${randomUUID()}`;
+    const reservation = await billing.reserve({ accountId, requestId, model, promptTokens: 100, requestedMaxTokens: 100 });
     // Pretend the request's lease has already outlived its time-to-live.
     await db.query(`UPDATE holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [accountId]);
     await gw.app.get(HoldSweeper).tick();
     expect(await reserved(accountId)).toEqual({ reserved: 9n * 1125n, held: 9n * 1125n });
-    expect(await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200)).toBe(1125n);
+    expect(await settle(billing, reservation, keyId, { promptTokens: 100, completionTokens: 100 })).toBe(1125n);
     await waitFor(async () => (await reserved(accountId)).reserved === 0n, 5000);
     expect(await reserved(accountId)).toEqual({ reserved: 0n, held: 0n });
   });
@@ -489,12 +505,12 @@ describe('HoldSweeper', () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '0.002' });
     const billing = gw.app.get(BillingService);
     const model = gw.config.catalog.find((m) => m.id === MODEL.id)!;
-    const req = fakeRequest(accountId, keyId);
-    const reservation = await billing.reserve({ accountId, requestId: req.id, model, promptTokens: 100, requestedMaxTokens: 100 });
+    const requestId = `req_${randomUUID()}`;
+    const reservation = await billing.reserve({ accountId, requestId, model, promptTokens: 100, requestedMaxTokens: 100 });
     // Another replica's sweeper took the lease (as if this process had stalled), with the same SQL.
     await db.query(`SELECT billing_release(account_id, request_id) FROM holds WHERE account_id = $1`, [accountId]);
     await strandedHold(accountId, 1500, 3600); // someone else now holds most of the balance
-    const cost = await billing.settle(reservation, req, { promptTokens: 100, completionTokens: 100 }, 200);
+    const cost = await settle(billing, reservation, keyId, { promptTokens: 100, completionTokens: 100 });
     expect(cost).toBe(500n); // 2000 − 1500 still free, not the full 1125
     const [account] = await db.query(`SELECT balance_micros, reserved_micros FROM accounts WHERE id = $1`, [accountId]);
     expect(account).toEqual({ balance_micros: '1500', reserved_micros: '1500' });

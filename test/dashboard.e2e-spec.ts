@@ -198,8 +198,14 @@ describe('usage dashboard at /dashboard (browser)', () => {
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     const html = await page.text();
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
-    for (const asset of ['dashboard.js', 'dashboard.css']) {
-      expect((await fetch(`${gw.url}/dashboard/assets/${asset}`)).status).toBe(200);
+    // The script is a few ES modules, each served from the same folder with the same headers.
+    for (const asset of ['dashboard.js', 'api.js', 'dom.js', 'tables.js', 'latest.js', 'chart.js', 'dashboard.css']) {
+      const res = await fetch(`${gw.url}/dashboard/assets/${asset}`);
+      expect({ asset, status: res.status, type: res.headers.get('content-type') }).toEqual({
+        asset,
+        status: 200,
+        type: asset.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8',
+      });
     }
     const missing = await fetch(`${gw.url}/dashboard/assets/..%2Fdashboard.controller.ts`);
     expect(missing.status).toBe(404);

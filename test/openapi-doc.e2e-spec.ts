@@ -1,6 +1,11 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
+import { RequestMethod, Type } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { MetadataScanner, ModulesContainer } from '@nestjs/core';
+import { DECORATORS } from '@nestjs/swagger';
 import { parse } from 'yaml';
-import { describeErrorCode, ErrorCode } from '../src/common/errors';
+import { describeErrorCode, ErrorCode } from '../src/errors';
+import { API_ROUTE } from '../src/openapi/api-route.decorator';
 import { startTestApp, TestApp } from './support/test-app';
 
 /** Routes of DESIGN.md that must be documented whatever else is registered. */
@@ -24,27 +29,61 @@ interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
 }
 
-/** Every "METHOD /path" the app's Express router serves through Nest's controllers, in OpenAPI notation. */
-function registeredRoutes(gw: TestApp): string[] {
+/** "/v1/models/:id" and "/v1/models/*id" as OpenAPI writes them: "/v1/models/{id}". */
+const openApiPath = (path: string) => path.replace(/[:*](\w+)/g, '{$1}');
+
+/** Every "METHOD /path" the app's Express router serves, in OpenAPI notation. */
+function servedRoutes(gw: TestApp): string[] {
   const express = gw.app.getHttpAdapter().getInstance() as { router: { stack: Layer[] } };
   return express.router.stack
-    .filter((layer) => layer.route)
-    .flatMap((layer) =>
-      Object.keys(layer.route!.methods).map((m) => `${m.toUpperCase()} ${layer.route!.path.replace(/:(\w+)/g, '{$1}')}`),
-    )
-    // Catch-all layers (the not-found handler) and the HTML pages are not API routes.
-    .filter((route) => !route.includes('*') && !/ \/(docs|dashboard)(\/|$)/.test(route));
+    // The middleware of every path (access log, route rules) is not a route.
+    .filter((layer) => layer.route && !layer.route.path.includes('*path'))
+    .flatMap((layer) => Object.keys(layer.route!.methods).map((m) => `${m.toUpperCase()} ${openApiPath(layer.route!.path)}`))
+    // Swagger UI and its document are served by SwaggerModule, not by a controller.
+    .filter((route) => !/ \/docs(\/|$)/.test(route));
+}
+
+interface Handler {
+  route: string;
+  documented: boolean;
+  excluded: boolean;
+}
+
+/** Every handler of every controller, read from Nest's route metadata: whether it carries @ApiRoute or is excluded. */
+function controllerHandlers(gw: TestApp): Handler[] {
+  const scanner = new MetadataScanner();
+  const controllers = [...gw.app.get(ModulesContainer).values()].flatMap((m) => [...m.controllers.values()]);
+  return controllers.flatMap(({ metatype }) => {
+    if (!metatype) return [];
+    const prototype = (metatype as Type).prototype;
+    const base: string = Reflect.getMetadata(PATH_METADATA, metatype);
+    return scanner.getAllMethodNames(prototype).flatMap((name) => {
+      const handler = prototype[name];
+      const path: string | undefined = Reflect.getMetadata(PATH_METADATA, handler);
+      if (path === undefined) return [];
+      const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod];
+      const full = `/${[base, path].join('/')}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
+      return [{
+        route: `${method} ${openApiPath(full)}`,
+        documented: Reflect.getMetadata(API_ROUTE, handler) !== undefined,
+        excluded: Reflect.getMetadata(DECORATORS.API_EXCLUDE_ENDPOINT, handler)?.disable === true,
+      }];
+    });
+  });
 }
 
 describe('OpenAPI document at /docs', () => {
   let gw: TestApp;
   let doc: any;
+  /** The document with every $ref replaced by what it points to. */
+  let resolved: any;
 
   beforeAll(async () => {
     gw = await startTestApp();
     const res = await fetch(`${gw.url}/docs/openapi.json`);
     expect(res.status).toBe(200);
     doc = await res.json();
+    resolved = await SwaggerParser.dereference(structuredClone(doc));
   });
   afterAll(() => gw.close());
 
@@ -63,13 +102,16 @@ describe('OpenAPI document at /docs', () => {
 
   it('lists every route the gateway serves, each with its summary, security and error codes', () => {
     const documented = operations().map((o) => o.route);
-    const served = registeredRoutes(gw);
-    expect(served.length).toBeGreaterThanOrEqual(REQUIRED.length);
-    expect(documented.sort()).toEqual([...new Set(served)].sort());
+    const handlers = controllerHandlers(gw);
+    // A handler without @ApiRoute fails here, unless it is a page excluded from the API (the dashboard's HTML).
+    expect(handlers.filter((h) => !h.documented && !h.excluded).map((h) => h.route)).toEqual([]);
+    expect(handlers.filter((h) => h.excluded).map((h) => h.route).sort()).toEqual(['GET /dashboard', 'GET /dashboard/assets/{file}']);
+    expect([...new Set(servedRoutes(gw))].sort()).toEqual(handlers.map((h) => h.route).sort());
+    expect(documented.sort()).toEqual(handlers.filter((h) => h.documented).map((h) => h.route).sort());
     for (const route of REQUIRED) expect(documented).toContain(route);
 
     for (const { route, op } of operations()) {
-      // A route without an entry in src/openapi/route-docs.ts has neither.
+      // A route without @ApiRoute (src/openapi/api-route.decorator.ts) has neither.
       expect([route, typeof op.summary, Array.isArray(op['x-error-codes'])]).toEqual([route, 'string', true]);
       if (route.includes('/v1/')) {
         const scheme = route.includes('/admin/') ? 'admin_token' : 'api_key';
@@ -97,11 +139,18 @@ describe('OpenAPI document at /docs', () => {
     );
     expect(chat.responses['429']['x-error-codes']).toEqual(['rate_limit_exceeded']);
     expect(chat.responses['502']['x-error-codes']).toEqual(['upstream_error']);
+    // Every deployment of the model out (circuit open): 503 with Retry-After; an unreachable engine: 504.
+    expect(chat.responses['503']['x-error-codes']).toEqual(['upstream_unavailable']);
+    expect(op('POST /v1/responses').responses['503']['x-error-codes']).toEqual(['upstream_unavailable']);
     expect(Object.keys(chat.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
     expect(chat.requestBody.content['application/json'].schema.required).toEqual(['model', 'messages']);
     expect(op('GET /v1/models').responses['405']['x-error-codes']).toEqual(['method_not_allowed']);
     expect(op('GET /admin/v1/accounts/{id}').responses['404']['x-error-codes']).toEqual(['not_found']);
-    expect(op('POST /admin/v1/accounts/{id}/credits').requestBody.content['application/json'].schema.required).toEqual(['amount_usd']);
+    const body = (route: string) => {
+      const [method, path] = route.split(' ');
+      return resolved.paths[path][method.toLowerCase()].requestBody.content['application/json'].schema;
+    };
+    expect(body('POST /admin/v1/accounts/{id}/credits').required).toEqual(['amount_usd']);
     expect(op('GET /v1/usage').parameters.map((p: any) => p.name)).toEqual(['from', 'to']);
     expect(doc.components.schemas.ErrorResponse.properties.error.properties.code.enum).toEqual(Object.values(ErrorCode));
   });

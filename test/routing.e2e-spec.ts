@@ -43,7 +43,7 @@ describe('Routing rules (DESIGN.md section 5 step 1, before authentication)', ()
     ['GET', '/v1'],
     ['GET', '/'],
     ['GET', '/v2/models'],
-    ['DELETE', '/v1/models/dev-echo'],
+    ['DELETE', '/v1/files/file-abc'],
     ['GET', '/v1/chat/completions/extra'],
   ])('answers %s %s (unserved) with 404 not_found without a key', async (method, path) => {
     await expectNotFound(await fetch(`${gw.url}${path}`, { method }));

@@ -1,77 +1,20 @@
-import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-
-const ROOT = join(__dirname, '..');
-const STARTUP_TIMEOUT_MS = 90_000;
+import { freePort } from './support/free-port';
+import { GatewayMain, portAnswers } from './support/gateway-main';
 
 jest.setTimeout(240_000);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-    socket.connect(port, '127.0.0.1');
-  });
-}
-
-/** The real `src/main.ts` in a child process, as `npm start` runs it, without DATABASE_URL. */
-class Gateway {
-  readonly child: ChildProcessWithoutNullStreams;
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<number | null>;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', ...env },
-    });
-    this.child.stdout.on('data', (d) => (this.stdout += d));
-    this.child.stderr.on('data', (d) => (this.stderr += d));
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
-  }
-
-  /** Resolves with the first match of `pattern` in stdout, failing if the process exits first. */
-  async waitFor(pattern: RegExp, timeoutMs = STARTUP_TIMEOUT_MS): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    let exitCode: number | null | undefined;
-    void this.exited.then((code) => (exitCode = code));
-    for (;;) {
-      const match = this.stdout.match(pattern);
-      if (match) return match;
-      if (exitCode !== undefined || Date.now() > deadline) {
-        throw new Error(`no ${pattern} (exit ${exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  async started(): Promise<string> {
-    const [, base] = await this.waitFor(/Gateway listening on (http:\/\/localhost:\d+\/v1)\n/);
-    return base;
-  }
-
-  stop(): void {
-    if (this.child.exitCode === null) this.child.kill('SIGKILL');
-  }
-}
+/** The first start's four lines, in the order the README shows them. */
+const FIRST_START_LINES = [
+  /^Gateway listening on http:\/\/localhost:\d+\/v1$/,
+  /^Admin token \(shown once, keep it\): gwadm_[0-9A-Za-z_-]{32}$/,
+  /^Demo account [0-9a-f-]{36}: \$5\.00 credits, 14-day trial$/,
+  /^Demo API key \(shown once, keep it\): gwk_[0-9A-Za-z]{49}$/,
+];
 
 /** A POST whose body is sent in two parts, so the request is still in flight between them. */
 function slowPost(url: string, headers: Record<string, string>, first: string) {
@@ -99,7 +42,7 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-start-'));
   chmodSync(dir, 0o755);
   const dataDir = join(dir, 'pg');
-  const running: Gateway[] = [];
+  const running: GatewayMain[] = [];
   let pgPort: number;
   let demoKey: string;
   let adminToken: string;
@@ -113,8 +56,8 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function start(): Gateway {
-    const gw = new Gateway({ EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort) });
+  function start(env: Record<string, string> = {}): GatewayMain {
+    const gw = new GatewayMain({ EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), ...env });
     running.push(gw);
     return gw;
   }
@@ -122,9 +65,8 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
   it('first start: embedded PostgreSQL, migrations, the demo key and admin token printed once; SIGTERM drains and exits 0', async () => {
     const gw = start();
     const base = await gw.started();
-    [, adminToken] = await gw.waitFor(/Admin token \(shown once, keep it\): (\S+)\n/);
-    [, demoKey] = await gw.waitFor(/Demo API key \(shown once, keep it\): (gwk_[0-9A-Za-z]{49})\n/);
-    expect(gw.stdout).toContain(`No DATABASE_URL: starting embedded PostgreSQL (data in ${dataDir}, port ${pgPort})`);
+    [, adminToken] = await gw.waitFor(/Admin token \(shown once, keep it\): (gwadm_[0-9A-Za-z_-]{32})/);
+    [, demoKey] = await gw.waitFor(/Demo API key \(shown once, keep it\): (gwk_[0-9A-Za-z]{49})/);
     expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
 
     const client = new OpenAI({ apiKey: demoKey, baseURL: base, maxRetries: 0 });
@@ -142,7 +84,7 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
     const inFlight = slowPost(`${origin}/admin/v1/accounts`, { ...adminHeaders, 'transfer-encoding': 'chunked' }, '{"name": ');
     await new Promise((r) => setTimeout(r, 200));
     gw.child.kill('SIGTERM');
-    await gw.waitFor(/SIGTERM received: finishing in-flight requests\n/, 5_000);
+    await gw.waitFor(/SIGTERM received: finishing in-flight requests/, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     inFlight.finish('"late"}');
     const late = await inFlight.response;
@@ -150,17 +92,33 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
     expect(JSON.parse(late.body).name).toBe('late');
 
     expect(await gw.exited).toBe(0);
-    expect(gw.stdout).toContain('Gateway stopped\n');
+    expect(gw.stdout).toContain('Gateway stopped');
     expect(await portAnswers(pgPort)).toBe(false);
     expect(existsSync(join(dataDir, 'postmaster.pid'))).toBe(false);
     // Shown once, and never again in the request logs.
     expect(occurrences(gw.stdout + gw.stderr, demoKey)).toBe(1);
     expect(occurrences(gw.stdout + gw.stderr, adminToken)).toBe(1);
+
+    // stdout is not a terminal here: JSON lines, every one of them, the first-start block included.
+    const lines = gw.jsonLines();
+    const messages = lines.filter((l) => l.level === 30 && l.context === 'Gateway').map((l) => String(l.msg));
+    expect(messages.slice(0, 4)).toEqual(FIRST_START_LINES.map((line) => expect.stringMatching(line)));
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Next: README\.md, "Try it"/),
+        `Dashboard: ${origin}/dashboard (sign in with the admin token above)`,
+        `API docs: ${origin}/docs`,
+        `Database: embedded PostgreSQL, data in ${dataDir}, port ${pgPort} (DATABASE_URL unset)`,
+      ]),
+    );
+    // Nest's start-up narration is debug, below the default LOG_LEVEL=info.
+    expect(lines.filter((l) => /^(NestFactory|InstanceLoader|RoutesResolver|RouterExplorer|NestApplication)$/.test(String(l.context)))).toEqual([]);
   });
 
   it('second start: same data, nothing printed again, the demo key and admin token still work', async () => {
     expect(demoKey).toBeDefined();
-    const gw = start();
+    // LOG_LEVEL=warn silences info lines, but not the start lines (started() waits for "Gateway listening on").
+    const gw = start({ LOG_LEVEL: 'warn' });
     const base = await gw.started();
     const origin = base.replace(/\/v1$/, '');
 
@@ -183,7 +141,7 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
 
   it('request logs: one JSON access-log line per request with its id and status, never a credential', async () => {
     expect(demoKey).toBeDefined();
-    const gw = start();
+    const gw = start({ LOG_LEVEL: 'debug' });
     const base = await gw.started();
     const origin = base.replace(/\/v1$/, '');
     const forgedKey = 'gwk_forgedForgedForgedForgedForgedForgedForgedForge1';
@@ -203,10 +161,7 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
 
     gw.child.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
-    const lines = gw.stdout
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = gw.jsonLines();
     const accessLines = (requestId: string) => lines.filter((l) => l.requestId === requestId);
     expect(accessLines(okId)).toEqual([
       expect.objectContaining({ level: 30, msg: 'request completed', method: 'GET', path: '/v1/models', status: 200, responseTimeMs: expect.any(Number) }),
@@ -214,11 +169,56 @@ describe('npm start on a fresh machine (embedded PostgreSQL)', () => {
     expect(accessLines(deniedId)).toEqual([expect.objectContaining({ msg: 'request completed', path: '/v1/models', status: 401 })]);
     expect(accessLines(adminId)).toEqual([expect.objectContaining({ method: 'POST', path: '/admin/v1/accounts', status: 201 })]);
     expect(gw.stdout).not.toContain(healthId);
-    // Nest's own boot logs go through the same pino logger, with their context.
-    expect(lines).toContainEqual(expect.objectContaining({ context: 'NestApplication', msg: 'Nest application successfully started' }));
+    // Nest's own boot logs go through the same pino logger, with their context, at debug.
+    expect(lines).toContainEqual(expect.objectContaining({ level: 20, context: 'NestApplication', msg: 'Nest application successfully started' }));
+    expect(lines).toContainEqual(expect.objectContaining({ level: 20, context: 'RouterExplorer', msg: 'Mapped {/v1/models, GET} route' }));
 
     const output = gw.stdout + gw.stderr;
     for (const secret of [demoKey, forgedKey, adminToken, ...Object.values(secrets)]) expect(output).not.toContain(secret);
     expect(output).not.toMatch(/authorization|Bearer/i);
+  });
+});
+
+describe('npm start in pretty mode (LOG_FORMAT=pretty, what a terminal gets)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-pretty-'));
+  chmodSync(dir, 0o755);
+  let gw: GatewayMain | undefined;
+
+  afterAll(async () => {
+    gw?.stop();
+    await gw?.exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the first-start block comes before any info line, as readable lines, and says where to go next', async () => {
+    gw = new GatewayMain({ LOG_FORMAT: 'pretty', EMBEDDED_PG_DIR: join(dir, 'pg'), EMBEDDED_PG_PORT: String(await freePort()) });
+    const base = await gw.started();
+    const [, key] = await gw.waitFor(/Demo API key \(shown once, keep it\): (gwk_[0-9A-Za-z]{49})/);
+    // Info lines after the block: an access line, then the shutdown's.
+    expect((await fetch(`${base}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    await gw.waitFor(/INFO: request completed/);
+    gw.child.kill('SIGTERM');
+    expect(await gw.exited).toBe(0);
+
+    const lines = gw.stdout.split('\n').map((line) => line.trim());
+    const blockAt = FIRST_START_LINES.map((pattern) => lines.findIndex((line) => pattern.test(line)));
+    expect(blockAt.every((at) => at >= 0)).toBe(true);
+    expect(blockAt).toEqual([...blockAt].sort((a, b) => a - b));
+    const infoAt = lines.map((line, at) => (/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: /.test(line) ? at : -1)).filter((at) => at >= 0);
+    expect(infoAt.length).toBeGreaterThanOrEqual(3);
+    expect(Math.min(...infoAt)).toBeGreaterThan(Math.max(...blockAt));
+    expect(lines).toContainEqual(expect.stringMatching(/^\[[\d:.]+\] INFO: Gateway: Gateway stopped$/));
+
+    const origin = base.replace(/\/v1$/, '');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Next: README\.md, "Try it"/),
+        `Dashboard: ${origin}/dashboard (sign in with the admin token above)`,
+        `API docs: ${origin}/docs`,
+      ]),
+    );
+    // Nothing for a machine: no JSON line, no framework narration at the default level.
+    expect(gw.stdout).not.toMatch(/^\{/m);
+    expect(gw.stdout).not.toMatch(/RouterExplorer|InstanceLoader|NestApplication|Mapped \{/);
   });
 });

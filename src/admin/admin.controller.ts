@@ -1,64 +1,83 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards, UsePipes } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards } from '@nestjs/common';
 import { Public } from '../common/decorators/public.decorator';
+import { ErrorCode } from '../errors';
+import { ApiRoute, ApiRouteOptions } from '../openapi/api-route.decorator';
+import { account, createdKey, jsonAnswer, usageSummary } from '../openapi/response-schemas';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
-import { usagePeriod } from '../common/http/usage-period';
 import { parseIsoDate } from '../common/iso-date';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
-import { AdminTokenGuard } from './admin-token.guard';
+import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { AdminService } from './admin.service';
-import { StrictValidationPipe } from '../common/validation/strict-validation.pipe';
-import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, SubscriptionDto, UsageQueryDto } from './dto/admin.dto';
+import { UsageQueryDto } from '../usage/dto/usage-query.dto';
+import { usagePeriod } from '../usage/usage-period';
+import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, SubscriptionDto } from './dto/admin.dto';
+
+const BODY_ERRORS = [ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.PayloadTooLarge];
+const AdminRoute = (summary: string, errors: ErrorCode[], success: ApiRouteOptions['success']) =>
+  ApiRoute({ tag: 'admin', auth: 'admin_token', summary, errors, success });
 
 /** The operator API (DESIGN.md section 4). Authenticated with the admin token, not an API key. */
 @Public()
 @UseGuards(AdminTokenGuard, JsonBodyGuard)
-@UsePipes(StrictValidationPipe)
 @Controller('admin/v1')
 export class AdminController {
   constructor(private readonly admin: AdminService) {}
 
   @Post('accounts')
+  @AdminRoute('Create an account (no credits, no spending limit, no subscription)', BODY_ERRORS, jsonAnswer(201, 'The account', account))
   createAccount(@Body() body: CreateAccountDto) {
     return this.admin.createAccount(body.name);
   }
 
   @Get('accounts/:id')
+  @AdminRoute('Show an account: credits, reserved, monthly limit and spend, subscription, fair use', [ErrorCode.NotFound], jsonAnswer(200, 'The account', account))
   getAccount(@Param('id', UuidOrNotFoundPipe) id: string) {
     return this.admin.account(id);
   }
 
   @Post('accounts/:id/keys')
+  @AdminRoute('Create an API key; the full key is shown only in this answer', [...BODY_ERRORS, ErrorCode.NotFound], jsonAnswer(201, 'The key', createdKey))
   createKey(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: CreateKeyDto) {
     return this.admin.createKey(id, body.name ?? null);
   }
 
   @Get('accounts/:id/keys')
+  @AdminRoute("List an account's keys, without secrets", [ErrorCode.NotFound], jsonAnswer(200, 'The keys', { type: 'array', items: { type: 'object' } }))
   listKeys(@Param('id', UuidOrNotFoundPipe) id: string) {
     return this.admin.listKeys(id);
   }
 
   @Delete('keys/:id')
+  @AdminRoute('Revoke a key (refused by every replica within 2 s)', [ErrorCode.NotFound], jsonAnswer(200, 'The revoked key', { type: 'object' }))
   revokeKey(@Param('id', UuidOrNotFoundPipe) id: string) {
     return this.admin.revokeKey(id);
   }
 
   @Post('accounts/:id/credits')
+  @AdminRoute('Add credits', [...BODY_ERRORS, ErrorCode.NotFound], jsonAnswer(200, 'The account', account))
   @HttpCode(200)
   addCredits(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: AddCreditsDto) {
     return this.admin.addCredits(id, body.amount_usd);
   }
 
   @Put('accounts/:id/spending-limit')
+  @AdminRoute('Set or clear (null) the monthly spending limit', [...BODY_ERRORS, ErrorCode.NotFound], jsonAnswer(200, 'The account', account))
   setSpendingLimit(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: SpendingLimitDto) {
     return this.admin.setSpendingLimit(id, body.monthly_limit_usd);
   }
 
   @Put('accounts/:id/subscription')
+  @AdminRoute(
+    'Set the subscription: trial (14 days, once per account), active (until ends_at or changed) or none',
+    [...BODY_ERRORS, ErrorCode.NotFound],
+    jsonAnswer(200, 'The account', account),
+  )
   setSubscription(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: SubscriptionDto) {
     return this.admin.setSubscription(id, body.status, body.ends_at ? parseIsoDate(body.ends_at) : null);
   }
 
   @Get('accounts/:id/usage')
+  @AdminRoute('Usage of an account per key, per model and per day, and its latest requests', [ErrorCode.InvalidRequest, ErrorCode.NotFound], jsonAnswer(200, 'Usage summary', usageSummary))
   usage(@Param('id', UuidOrNotFoundPipe) id: string, @Query() query: UsageQueryDto) {
     return this.admin.usage(id, usagePeriod(query.from, query.to));
   }

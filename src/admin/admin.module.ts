@@ -1,21 +1,16 @@
 import { Module } from '@nestjs/common';
-import { AdminTokenThrottle } from './admin-token-throttle';
-import { AdminTokenGuard } from './admin-token.guard';
-import { AdminTokenService } from './admin-token.service';
+import { AdminTokenModule } from '../admin-token/admin-token.module';
+import { BillingModule } from '../billing/billing.module';
+import { EntitlementsModule } from '../entitlements/entitlements.module';
+import { KeysModule } from '../keys/keys.module';
+import { UsageModule } from '../usage/usage.module';
 import { AdminController } from './admin.controller';
 import { AdminService } from './admin.service';
 import { DemoSeedService } from './demo-seed.service';
 
 @Module({
+  imports: [AdminTokenModule, BillingModule, EntitlementsModule, KeysModule, UsageModule],
   controllers: [AdminController],
-  providers: [
-    AdminTokenService,
-    // One count per replica, shared by every controller that uses AdminTokenGuard.
-    { provide: AdminTokenThrottle, useFactory: () => new AdminTokenThrottle() },
-    AdminTokenGuard,
-    AdminService,
-    DemoSeedService,
-  ],
-  exports: [AdminTokenService, AdminTokenThrottle, AdminTokenGuard, AdminService, DemoSeedService],
+  providers: [AdminService, DemoSeedService],
 })
 export class AdminModule {}

@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
 import { AccountsService, AccountView } from '../billing/accounts.service';
 import { SubscriptionStatus } from '../billing/account.entity';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { usdToMicros } from '../common/money';
 import { SubscriptionService } from '../entitlements/subscription.service';
 import { ApiKey } from '../keys/api-key.entity';
 import { CreatedKey, KeysService } from '../keys/keys.service';
-import { UsagePeriod, UsageService } from '../usage/usage.service';
+import { UsagePeriod, UsageReportService } from '../usage/usage-report.service';
 
 export interface KeyView {
   id: string;
@@ -23,7 +23,7 @@ export class AdminService {
     private readonly accounts: AccountsService,
     private readonly subscriptions: SubscriptionService,
     private readonly keys: KeysService,
-    private readonly usageService: UsageService,
+    private readonly usageService: UsageReportService,
   ) {}
 
   async createAccount(name: string): Promise<AccountView> {
@@ -75,7 +75,8 @@ export class AdminService {
 
   async usage(accountId: string, period: UsagePeriod) {
     await this.accounts.findOrFail(accountId);
-    return { account_id: accountId, ...(await this.usageService.summary(accountId, period)) };
+    const [summary, byDeployment] = await Promise.all([this.usageService.summary(accountId, period), this.usageService.byDeployment(accountId, period)]);
+    return { account_id: accountId, ...summary, by_deployment: byDeployment };
   }
 }
 

@@ -1,14 +1,20 @@
 import { Module } from '@nestjs/common';
+import { EntitlementsModule } from '../entitlements/entitlements.module';
+import { MetricsModule } from '../metrics/metrics.module';
+import { ModelsModule } from '../models/models.module';
+import { RoutingModule } from '../routing/routing.module';
 import { AudioService } from './audio.service';
 import { MultipartRequestGuard } from './multipart-request.guard';
 import { SpeechRequestPipe } from './speech-request.pipe';
 import { SpeechController } from './speech.controller';
+import { SpeechRelay } from './speech-relay';
 import { TranscriptionRequestPipe } from './transcription-request.pipe';
 import { TranscriptionController } from './transcription.controller';
 import { TranscriptionUploadInterceptor } from './transcription-upload.interceptor';
 
 @Module({
+  imports: [EntitlementsModule, MetricsModule, ModelsModule, RoutingModule],
   controllers: [TranscriptionController, SpeechController],
-  providers: [AudioService, SpeechRequestPipe, TranscriptionRequestPipe, MultipartRequestGuard, TranscriptionUploadInterceptor],
+  providers: [AudioService, SpeechRelay, SpeechRequestPipe, TranscriptionRequestPipe, MultipartRequestGuard, TranscriptionUploadInterceptor],
 })
 export class AudioModule {}

@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { Response } from 'express';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { refuseUnreadBody } from '../common/http/refuse-unread-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';

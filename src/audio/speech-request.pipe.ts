@@ -1,13 +1,14 @@
 import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { scalarFields } from '../common/json/scalar-fields';
 import { constraintMessage } from '../common/validation/constraint-message';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
+import { resolveVoice } from '../models/speech-voice';
 import { SPEECH_FIELDS, SpeechRequestDto } from './dto/speech-request.dto';
 
 /** A speech request that passed validation, with its catalog model and every default applied. */
@@ -16,6 +17,7 @@ export interface SpeechRequest {
   input: string;
   /** Characters of the input (Unicode code points), as limited and metered. */
   inputChars: number;
+  /** The model's own voice (an alias already resolved). */
   voice: string;
   responseFormat: SpeechFormat;
   speed: number;
@@ -61,13 +63,7 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
     if (inputChars > maxChars) {
       throw new GatewayError(ErrorCode.InputTooLong, `input has ${inputChars} characters; the maximum is ${maxChars}.`, 'input');
     }
-    const voice = dto.voice ?? model.voices?.[0];
-    if (voice === undefined) {
-      throw new GatewayError(ErrorCode.InvalidInput, `The model "${model.id}" has no default voice; send voice.`, 'voice');
-    }
-    if (model.voices && !model.voices.includes(voice)) {
-      throw new GatewayError(ErrorCode.InvalidInput, `Invalid voice "${voice}" for ${model.id}; voices: ${model.voices.join(', ')}.`, 'voice');
-    }
+    const voice = resolveVoice(model, dto.voice);
     const formats = model.response_formats ?? SPEECH_FORMATS;
     // mp3 is the default, as in OpenAI's API, unless the model does not offer it.
     const responseFormat = dto.response_format ?? (formats.includes('mp3') ? 'mp3' : formats[0]);

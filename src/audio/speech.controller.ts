@@ -2,15 +2,26 @@ import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/c
 import type { Response } from 'express';
 import { InvalidBodyCode } from '../common/decorators/invalid-body-code.decorator';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
-import { ErrorCode } from '../common/errors';
+import { ErrorCode } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { speechAudio, speechBody } from './dto/speech.schema';
 import { EntitlementGuard, IncludedFeature } from '../entitlements/entitlement.guard';
+import { FairUseService } from '../entitlements/fair-use.service';
+import { Metered } from '../usage/metered.decorator';
+import { UsageMeter } from '../usage/usage-meter';
+import { audioCall } from './audio-call';
 import { AudioService } from './audio.service';
+import { SpeechRelay } from './speech-relay';
 import { SpeechRequest, SpeechRequestPipe } from './speech-request.pipe';
 
 @Controller('v1/audio')
 export class SpeechController {
-  constructor(private readonly audio: AudioService) {}
+  constructor(
+    private readonly audio: AudioService,
+    private readonly relay: SpeechRelay,
+    private readonly fairUse: FairUseService,
+  ) {}
 
   /** Entitlement and fair use are checked before JsonBodyGuard reads the body. */
   @Post('speech')
@@ -18,7 +29,21 @@ export class SpeechController {
   @IncludedFeature('speech')
   @UseGuards(EntitlementGuard, JsonBodyGuard)
   @InvalidBodyCode(ErrorCode.InvalidRequest)
-  speak(@Req() req: GatewayRequest, @Res() res: Response, @Body(SpeechRequestPipe) request: SpeechRequest): Promise<void> {
-    return this.audio.speak(req, res, request);
+  @ApiRoute({
+    tag: 'v1',
+    summary: 'Speech synthesis (included in subscription and trial); the audio is streamed as it is produced',
+    auth: 'api_key',
+    errors: [
+      ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.MissingInput, ErrorCode.InvalidInput, ErrorCode.UnknownModel,
+      ErrorCode.InputTooLong, ErrorCode.UnsupportedResponseFormat, ErrorCode.UpstreamRejected, ErrorCode.SubscriptionRequired,
+      ErrorCode.FairUseLimitReached, ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.UpstreamError,
+      ErrorCode.UpstreamUnavailable,
+    ],
+    body: { contentType: 'application/json', schema: speechBody },
+    success: { status: 200, description: 'The audio in the requested format', content: speechAudio },
+  })
+  async speak(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(SpeechRequestPipe) request: SpeechRequest): Promise<void> {
+    const call = audioCall(req, res, meter, this.fairUse);
+    await this.relay.relay(await this.audio.speak(call, request), request.responseFormat, res, call);
   }
 }

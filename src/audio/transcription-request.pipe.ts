@@ -1,7 +1,7 @@
 import { createParamDecorator, ExecutionContext, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { acceptedExtension, detectContainer, SIGNATURE_BYTES, TRANSCRIPTION_EXTENSIONS } from './audio-file-format';
 import { TRANSCRIPTION_RESPONSE_FORMATS, TranscriptionFormDto, TranscriptionResponseFormat } from './dto/transcription-request.dto';

@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import multer, { MulterError } from 'multer';
 import type { Writable } from 'node:stream';
 import { from, Observable, switchMap } from 'rxjs';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { BodyMeter, BodyMeterStop } from '../common/http/body-meter';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { refuseUnreadBody } from '../common/http/refuse-unread-body';

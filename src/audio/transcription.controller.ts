@@ -1,15 +1,25 @@
 import { Controller, HttpCode, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import type { Response } from 'express';
+import { ErrorCode } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { transcriptionForm } from './dto/transcription.schema';
 import { EntitlementGuard, IncludedFeature } from '../entitlements/entitlement.guard';
-import { AudioService } from './audio.service';
+import { FairUseService } from '../entitlements/fair-use.service';
+import { Metered } from '../usage/metered.decorator';
+import { UsageMeter } from '../usage/usage-meter';
+import { audioCall } from './audio-call';
+import { AudioService, Transcription } from './audio.service';
 import { MultipartRequestGuard } from './multipart-request.guard';
 import { TranscriptionRequest, TranscriptionRequestPipe, TranscriptionUpload } from './transcription-request.pipe';
 import { TranscriptionUploadInterceptor } from './transcription-upload.interceptor';
 
 @Controller('v1/audio')
 export class TranscriptionController {
-  constructor(private readonly audio: AudioService) {}
+  constructor(
+    private readonly audio: AudioService,
+    private readonly fairUse: FairUseService,
+  ) {}
 
   /** Entitlement and fair use first, then the content type, and only then is the upload read. */
   @Post('transcriptions')
@@ -17,7 +27,37 @@ export class TranscriptionController {
   @IncludedFeature('transcription')
   @UseGuards(EntitlementGuard, MultipartRequestGuard)
   @UseInterceptors(TranscriptionUploadInterceptor)
-  transcribe(@Req() req: GatewayRequest, @Res() res: Response, @TranscriptionUpload(TranscriptionRequestPipe) request: TranscriptionRequest): Promise<void> {
-    return this.audio.transcribe(req, res, request);
+  @ApiRoute({
+    tag: 'v1',
+    summary: 'Transcription by the active speech-to-text model (included in subscription and trial)',
+    auth: 'api_key',
+    errors: [
+      ErrorCode.InvalidUpload, ErrorCode.MissingFile, ErrorCode.UnsupportedFileFormat, ErrorCode.InvalidResponseFormat,
+      ErrorCode.UpstreamRejected, ErrorCode.SubscriptionRequired, ErrorCode.FairUseLimitReached, ErrorCode.NotFound,
+      ErrorCode.PayloadTooLarge, ErrorCode.RequestTimeout, ErrorCode.UpstreamError, ErrorCode.UpstreamUnavailable, ErrorCode.UpstreamTimeout,
+    ],
+    body: { contentType: 'multipart/form-data', schema: transcriptionForm },
+    success: {
+      status: 200,
+      description: 'json: {text}; text: the transcript; verbose_json: language, duration, text, segments',
+      content: { 'application/json': { type: 'object' }, 'text/plain': { type: 'string' } },
+    },
+  })
+  async transcribe(
+    @Req() req: GatewayRequest,
+    @Res() res: Response,
+    @Metered() meter: UsageMeter,
+    @TranscriptionUpload(TranscriptionRequestPipe) request: TranscriptionRequest,
+  ): Promise<void> {
+    const transcription = await this.audio.transcribe(audioCall(req, res, meter, this.fairUse), request);
+    if (request.responseFormat === 'text') res.status(200).type('text/plain; charset=utf-8').send(transcription.text);
+    else res.status(200).json(request.responseFormat === 'json' ? { text: transcription.text } : verbose(transcription, request.language));
   }
+}
+
+/** OpenAI's verbose_json: the language (as detected, else as asked), the duration, the text and any segments. */
+function verbose(transcription: Transcription, language: string | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> = { language: transcription.language ?? language ?? 'unknown', duration: transcription.duration, text: transcription.text };
+  if (Array.isArray(transcription.segments)) body.segments = transcription.segments;
+  return body;
 }

@@ -1,16 +1,19 @@
-import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Pool } from 'pg';
 import { DATABASE_URL, ENV } from '../config/config.tokens';
+import { UsageModule } from '../usage/usage.module';
 import { AccountsService } from './accounts.service';
 import { BILLING_POOL, createBillingPool } from './billing-pool';
+import { BillingRepository } from './billing-repository';
 import { BillingService } from './billing.service';
 import { HoldSweeper } from './hold-sweeper.service';
 
-@Global()
 @Module({
+  imports: [UsageModule],
   providers: [
     AccountsService,
     BillingService,
+    BillingRepository,
     HoldSweeper,
     { provide: BILLING_POOL, inject: [DATABASE_URL, ENV], useFactory: createBillingPool },
   ],

@@ -1,5 +1,5 @@
 import { CatalogEntry } from '../config/gateway-config.schema';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { usdToMicros } from '../common/money';
 
 /** A chat model's prices as exact integers: pico-USD per token (= USD per million tokens × 10^6). */

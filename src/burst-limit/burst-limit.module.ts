@@ -3,6 +3,7 @@ import { ThrottlerModule, ThrottlerModuleOptions } from '@nestjs/throttler';
 import { ENV, GATEWAY_CONFIG } from '../config/config.tokens';
 import { Env } from '../config/env';
 import { GatewayConfig } from '../config/gateway-config.schema';
+import { MetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { FixedWindowRedisStorage } from './fixed-window-redis-storage';
 import { FixedWindowMemoryStorage } from './fixed-window-storage';
@@ -14,6 +15,7 @@ import { FixedWindowMemoryStorage } from './fixed-window-storage';
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({
+      imports: [MetricsModule],
       inject: [GATEWAY_CONFIG, ENV, MetricsService],
       useFactory: (config: GatewayConfig, env: Env, metrics: MetricsService): ThrottlerModuleOptions => ({
         // Named "default" so that the headers are plain Retry-After / X-RateLimit-*.
@@ -22,5 +24,7 @@ import { FixedWindowMemoryStorage } from './fixed-window-storage';
       }),
     }),
   ],
+  // AccountThrottlerGuard runs in ChatModule's scope and needs the throttler's options and storage there.
+  exports: [ThrottlerModule],
 })
 export class BurstLimitModule {}

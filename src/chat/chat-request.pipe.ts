@@ -1,7 +1,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
 import { constraintMessage } from '../common/validation/constraint-message';
 import { CatalogEntry } from '../config/gateway-config.schema';
@@ -28,14 +28,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
   constructor(private readonly catalog: CatalogService) {}
 
   transform(body: unknown): ChatRequest {
-    const { fields, modelId } = readRequestedModel(body);
-    const model = this.catalog.find(modelId);
-    if (!model) {
-      throw new GatewayError(ErrorCode.UnknownModel, `The model ${quotedModel(modelId)} does not exist; GET /v1/models lists the models served.`, 'model');
-    }
-    if (model.kind !== 'chat') {
-      throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
-    }
+    const { fields, model } = requestedChatModel(this.catalog, body);
     checkMessages(fields.messages);
     const dto = plainToInstance(ChatCompletionRequestDto, validatedPart(fields));
     const [problem] = validateSync(dto, { forbidUnknownValues: false });
@@ -52,6 +45,19 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
       choices: dto.n ?? 1,
     };
   }
+}
+
+/** The catalog chat model a body names (chat, and the Responses API over it): 400 missing_model, unknown_model or model_not_hosted. */
+export function requestedChatModel(catalog: CatalogService, body: unknown): { fields: Record<string, unknown>; model: CatalogEntry } {
+  const { fields, modelId } = readRequestedModel(body);
+  const model = catalog.find(modelId);
+  if (!model) {
+    throw new GatewayError(ErrorCode.UnknownModel, `The model ${quotedModel(modelId)} does not exist; GET /v1/models lists the models served.`, 'model');
+  }
+  if (model.kind !== 'chat') {
+    throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
+  }
+  return { fields, model };
 }
 
 /** Every message an object with a string role; what else a message holds is the upstream's to judge. */

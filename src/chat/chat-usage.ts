@@ -1,4 +1,4 @@
-import { TokenUsage } from '../billing/billing.service';
+import { TokenUsage } from '../usage/usage-record';
 import { contentText, countPromptTokens, countTextTokens } from '../providers/token-count';
 
 /** The upstream's usage block, when it has valid token counts. */

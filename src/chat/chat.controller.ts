@@ -3,8 +3,16 @@ import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { ErrorCode } from '../errors';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { chatCompletionBody } from './dto/chat-completion.schema';
+import { Metered } from '../usage/metered.decorator';
+import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest, ChatRequestPipe } from './chat-request.pipe';
+import { ChatCompletionSse } from './chat-stream-sink';
+import { chatCall } from './chat-call';
 import { ChatService } from './chat.service';
+import { SseWriter } from './sse';
 
 @Controller('v1/chat')
 export class ChatController {
@@ -12,7 +20,28 @@ export class ChatController {
 
   @Post('completions')
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
-  complete(@Req() req: GatewayRequest, @Res() res: Response, @Body(ChatRequestPipe) request: ChatRequest): Promise<void> {
-    return this.chat.complete(req, res, request);
+  @ApiRoute({
+    tag: 'v1',
+    summary: 'Chat completion, optionally streamed as SSE; billed per token from prepaid credits',
+    auth: 'api_key',
+    errors: [
+      ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted,
+      ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached, ErrorCode.NotFound,
+      ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError,
+      ErrorCode.UpstreamUnavailable,
+    ],
+    body: { contentType: 'application/json', schema: chatCompletionBody },
+    success: {
+      status: 200,
+      description: 'A chat.completion object with usage, or chat.completion.chunk SSE events ending in [DONE]',
+      content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
+    },
+  })
+  async complete(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(ChatRequestPipe) chat: ChatRequest): Promise<void> {
+    const call = chatCall('/v1/chat/completions', req, res, meter, chat);
+    if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res)));
+    const answer = await this.chat.answer(call);
+    res.status(200).json(answer.body);
+    await answer.charge();
   }
 }

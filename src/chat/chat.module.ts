@@ -1,7 +1,18 @@
 import { Module } from '@nestjs/common';
+import { BillingModule } from '../billing/billing.module';
+import { BurstLimitModule } from '../burst-limit/burst-limit.module';
+import { MetricsModule } from '../metrics/metrics.module';
+import { ModelsModule } from '../models/models.module';
+import { RoutingModule } from '../routing/routing.module';
 import { ChatRequestPipe } from './chat-request.pipe';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 
-@Module({ controllers: [ChatController], providers: [ChatService, ChatRequestPipe] })
+@Module({
+  imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule],
+  controllers: [ChatController],
+  providers: [ChatService, ChatRequestPipe],
+  // The Responses API is served by the same hold, upstream call and charge.
+  exports: [ChatService],
+})
 export class ChatModule {}

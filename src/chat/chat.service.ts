@@ -1,67 +1,119 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Response } from 'express';
-import { BillingService, Reservation, TokenUsage } from '../billing/billing.service';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { BillingService, Reservation } from '../billing/billing.service';
+import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
-import { abortOnClientClose, CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
-import { GatewayRequest } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
-import { ProviderRegistry } from '../providers/provider-registry';
-import { UsageService } from '../usage/usage.service';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
+import { UpstreamRouter } from '../routing/upstream-router';
+import { UsageMeter } from '../usage/usage-meter';
+import { TokenUsage } from '../usage/usage-record';
 import { ChatRequest } from './chat-request.pipe';
 import { completionText, countedUsage, deltaText, promptTokenBound, upstreamUsage } from './chat-usage';
-import { SseWriter } from './sse';
+import { ChatStreamSink } from './chat-stream-sink';
 
-const ENDPOINT = '/v1/chat/completions';
-
-/** A chat request after its hold, on its way to the upstream. */
-interface UpstreamCall {
-  req: GatewayRequest;
-  res: Response;
+/** One chat request, as its controller hands it over. */
+export interface ChatCall {
+  /** The route served (`/v1/chat/completions`, `/v1/responses`), for the upstream latency metric. */
+  endpoint: string;
+  requestId: string;
+  accountId: string;
   chat: ChatRequest;
-  upstreamBody: ChatRequestBody;
-  reservation: Reservation;
+  meter: UsageMeter;
+  /** Fires when the client goes away: the upstream call stops, no more tokens are produced. */
   signal: AbortSignal;
 }
 
-/** One chat completion: hold, upstream call, settlement (DESIGN.md sections 5 and 6). */
+/** A non-streamed answer, its hold still open: send `body`, then `charge` it. */
+export interface ChatAnswer {
+  body: Record<string, unknown>;
+  charge(): Promise<void>;
+}
+
+/** One chat completion: hold, upstream call, charge (DESIGN.md sections 5 and 6). */
 @Injectable()
 export class ChatService {
   private readonly logger = new Logger(ChatService.name);
 
   constructor(
     private readonly billing: BillingService,
-    private readonly providers: ProviderRegistry,
+    private readonly upstreams: UpstreamRouter,
     private readonly metrics: MetricsService,
-    private readonly usage: UsageService,
   ) {}
 
-  async complete(req: GatewayRequest, res: Response, chat: ChatRequest): Promise<void> {
-    if (req.usage) {
-      req.usage.model = chat.model.id;
-      req.usage.streamed = chat.stream;
+  async answer(call: ChatCall): Promise<ChatAnswer> {
+    const reservation = await this.reserve(call);
+    const startedAt = process.hrtime.bigint();
+    try {
+      const { body } = await this.upstreams.chat(call.chat.model, this.upstreamBody(call.chat, reservation), call.signal, call.meter);
+      body.model = call.chat.model.id;
+      return { body, charge: () => this.chargeAnswer(call, reservation, body) };
+    } catch (err) {
+      await this.releaseQuietly(reservation);
+      throw asGatewayError(err, 'model');
+    } finally {
+      this.metrics.observeUpstream(call.endpoint, secondsSince(startedAt));
     }
-    const reservation = await this.billing.reserve({
-      accountId: req.auth!.accountId,
-      requestId: req.id,
+  }
+
+  async stream(call: ChatCall, sink: ChatStreamSink): Promise<void> {
+    const reservation = await this.reserve(call);
+    const { chat, signal } = call;
+    let chunks: UpstreamChatStream;
+    const startedAt = process.hrtime.bigint();
+    try {
+      chunks = await this.upstreams.chatStream(chat.model, this.upstreamBody(chat, reservation), signal, call.meter);
+    } catch (err) {
+      this.metrics.observeUpstream(call.endpoint, secondsSince(startedAt));
+      await this.releaseQuietly(reservation);
+      throw asGatewayError(err, 'model');
+    }
+    let produced = '';
+    let usage: TokenUsage | null = null;
+    this.metrics.streamOpened();
+    try {
+      for await (const chunk of chunks) {
+        if (!sink.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
+        if (chunk.usage !== undefined) {
+          usage = upstreamUsage(chunk.usage) ?? usage;
+          if (!chat.includeUsage) {
+            delete chunk.usage;
+            if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
+          }
+        }
+        produced += deltaText(chunk);
+        chunk.model = chat.model.id;
+        await sink.send(chunk);
+        if (signal.aborted) break;
+      }
+    } catch (err) {
+      if (!signal.aborted) {
+        await this.releaseQuietly(reservation);
+        if (!sink.hasStarted) throw asGatewayError(err, 'model');
+        // Mid-stream failure: the status line is sent, so the error goes in-band and nothing is charged.
+        const error = this.inBandError(err, call.requestId);
+        call.meter.failed(error.code);
+        sink.fail(error);
+        return;
+      }
+    } finally {
+      this.metrics.streamClosed();
+      this.metrics.observeUpstream(call.endpoint, secondsSince(startedAt));
+    }
+    // A client that left is charged for the prompt and what was produced until then.
+    if (!signal.aborted) sink.finish();
+    this.charge(call, reservation, usage ?? (await this.counted(reservation, chat, produced)));
+  }
+
+  private reserve({ accountId, requestId, chat }: ChatCall): Promise<Reservation> {
+    return this.billing.reserve({
+      accountId,
+      requestId,
       model: chat.model,
       promptTokens: promptTokenBound(chat.body, chat.model.context_window),
       requestedMaxTokens: chat.maxTokens,
       choices: chat.choices,
     });
-    if (req.usage) req.usage.awaitingSettlement = true;
-    const upstreamBody = this.upstreamBody(chat, reservation);
-    try {
-      // A client that goes away aborts the upstream request (socket closed, no more tokens produced).
-      const call: UpstreamCall = { req, res, chat, upstreamBody, reservation, signal: abortOnClientClose(res) };
-      if (chat.stream) await this.stream(call);
-      else await this.json(call);
-    } catch (err) {
-      await this.releaseQuietly(reservation, req);
-      throw err;
-    }
   }
 
   private upstreamBody(chat: ChatRequest, reservation: Reservation): ChatRequestBody {
@@ -75,86 +127,40 @@ export class ChatService {
     return body;
   }
 
-  private async json({ req, res, chat, upstreamBody, reservation, signal }: UpstreamCall): Promise<void> {
-    let answer: Record<string, unknown>;
-    const startedAt = process.hrtime.bigint();
-    try {
-      answer = (await this.providers.forModel(chat.model).chat(chat.model, upstreamBody, signal)).body;
-    } catch (err) {
-      throw asGatewayError(err, 'model');
-    } finally {
-      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
-    }
-    answer.model = chat.model.id;
-    res.status(200).json(answer);
-    // Counting a long answer takes a while (it yields to the event loop): the client does not wait for it.
-    const usage = upstreamUsage(answer.usage) ?? (await countedUsage(chat.body.messages, completionText(answer)));
-    this.billing.settleAfterResponse(reservation, req, usage, 200);
+  /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
+  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: Record<string, unknown>): Promise<void> {
+    this.charge(call, reservation, upstreamUsage(body.usage) ?? (await this.counted(reservation, call.chat, completionText(body))));
   }
 
-  private async stream({ req, res, chat, upstreamBody, reservation, signal }: UpstreamCall): Promise<void> {
-    let chunks: UpstreamChatStream;
-    const startedAt = process.hrtime.bigint();
-    try {
-      chunks = await this.providers.forModel(chat.model).chatStream(chat.model, upstreamBody, signal);
-    } catch (err) {
-      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
-      throw asGatewayError(err, 'model');
-    }
-    const sse = new SseWriter(res);
-    let produced = '';
-    let usage: TokenUsage | null = null;
-    this.metrics.streamOpened();
-    try {
-      for await (const chunk of chunks) {
-        if (!sse.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
-        if (chunk.usage !== undefined) {
-          usage = upstreamUsage(chunk.usage) ?? usage;
-          if (!chat.includeUsage) {
-            delete chunk.usage;
-            if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
-          }
-        }
-        produced += deltaText(chunk);
-        chunk.model = chat.model.id;
-        await sse.send(chunk);
-        if (signal.aborted) break;
-      }
-    } catch (err) {
-      if (!signal.aborted) {
-        if (!sse.hasStarted) throw asGatewayError(err, 'model');
-        // Mid-stream failure: the status line is sent, so the error goes in-band and nothing is charged.
-        const error = this.inBandError(err, req);
-        if (req.usage) req.usage.errorCode = error.code;
-        await this.releaseQuietly(reservation, req);
-        sse.end(JSON.stringify(error.toBody()));
-        return;
-      }
-    } finally {
-      this.metrics.streamClosed();
-      this.metrics.observeUpstream(ENDPOINT, secondsSince(startedAt));
-    }
-    // A client that left is charged for the prompt and what was produced until then.
-    const status = signal.aborted ? CLIENT_CLOSED_REQUEST : 200;
-    if (!signal.aborted) sse.end('[DONE]');
-    this.billing.settleAfterResponse(reservation, req, usage ?? (await countedUsage(chat.body.messages, produced)), status);
+  /** The meter writes the request's record with its charge, in the settlement's transaction, once the response has closed. */
+  private charge({ meter }: ChatCall, reservation: Reservation, usage: TokenUsage): void {
+    meter.charged(usage, (record) => this.billing.settle(reservation, usage, record, true));
   }
 
-  private inBandError(err: unknown, req: GatewayRequest): GatewayError {
+  /** Counted with the tokenizer, for an upstream that reported no usage; should counting fail, the hold goes back. */
+  private async counted(reservation: Reservation, chat: ChatRequest, completion: string): Promise<TokenUsage> {
+    try {
+      return await countedUsage(chat.body.messages, completion);
+    } catch (err) {
+      await this.releaseQuietly(reservation);
+      throw err;
+    }
+  }
+
+  private inBandError(err: unknown, requestId: string): GatewayError {
     if (err instanceof UpstreamFailure) return upstreamGatewayError(err, 'model');
     if (err instanceof GatewayError) return err;
-    this.logger.error({ err, requestId: req.id }, `Stream of ${req.id} failed: ${(err as Error).message}`);
-    return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${req.id} when reporting it.`);
+    this.logger.error({ err, requestId }, `Stream of ${requestId} failed: ${(err as Error).message}`);
+    return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${requestId} when reporting it.`);
   }
 
-  /** A failed request: its hold goes back uncharged, and its usage record says so. */
-  private async releaseQuietly(reservation: Reservation, req: GatewayRequest): Promise<void> {
+  /** A failed request: its hold goes back uncharged (its usage record, without a charge, says so). */
+  private async releaseQuietly(reservation: Reservation): Promise<void> {
     try {
       await this.billing.release(reservation);
     } catch (err) {
       // The sweeper releases it once it expires.
-      this.logger.error({ err, requestId: req.id }, `Could not release the hold of ${req.id}: ${(err as Error).message}`);
+      this.logger.error({ err, requestId: reservation.requestId }, `Could not release the hold of ${reservation.requestId}: ${(err as Error).message}`);
     }
-    this.usage.settlementAbandoned(req);
   }
 }

@@ -30,6 +30,11 @@ export class SseWriter {
     await this.write(`data: ${JSON.stringify(payload)}\n\n`);
   }
 
+  /** An event with its name on an `event:` line, as the Responses API sends them. */
+  async sendNamed(name: string, payload: unknown): Promise<void> {
+    await this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+  }
+
   end(lastEvent?: string): void {
     if (!this.isOpen) return;
     if (!this.hasStarted) this.start();

@@ -3,6 +3,9 @@ import { ConfigError } from './gateway-config.loader';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** `json`: one JSON object per line (pino's own format); `pretty`: one readable line per entry. */
+export type LogFormat = 'json' | 'pretty';
+const LOG_FORMATS: LogFormat[] = ['json', 'pretty'];
 
 /** The operator contract of DESIGN.md section 2. Secrets are kept out of toString/logs. */
 export interface Env {
@@ -12,6 +15,8 @@ export interface Env {
   adminToken: string | undefined;
   gatewayConfigPath: string;
   logLevel: LogLevel;
+  /** LOG_FORMAT; unset: decided by where stdout goes (resolveLogFormat). */
+  logFormat?: LogFormat;
   /** Connections of TypeORM's pool (DATABASE_POOL_MAX); see the connection budget in docs/operations.md. */
   databasePoolMax: number;
   /** Connections of the billing pool (BILLING_POOL_MAX). */
@@ -38,6 +43,10 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(source.LOG_LEVEL)})`);
   }
+  const logFormat = (source.LOG_FORMAT || undefined) as LogFormat | undefined;
+  if (logFormat !== undefined && !LOG_FORMATS.includes(logFormat)) {
+    throw new ConfigError(`LOG_FORMAT: must be one of ${LOG_FORMATS.join(', ')}, or unset (got ${JSON.stringify(source.LOG_FORMAT)})`);
+  }
   const schemes = { DATABASE_URL: ['postgres:', 'postgresql:'], REDIS_URL: ['redis:', 'rediss:'] };
   for (const [name, allowed] of Object.entries(schemes)) {
     const value = source[name];
@@ -58,6 +67,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     adminToken,
     gatewayConfigPath: resolve(source.GATEWAY_CONFIG || 'config/gateway.yaml'),
     logLevel,
+    logFormat,
     databasePoolMax: poolSize(source, 'DATABASE_POOL_MAX'),
     billingPoolMax: poolSize(source, 'BILLING_POOL_MAX'),
     trustProxyHops: trustProxyHops(source.TRUST_PROXY_HOPS),

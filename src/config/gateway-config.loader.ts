@@ -2,9 +2,12 @@ import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { parse } from 'yaml';
-import { CatalogEntry, GatewayConfig, ProviderConfig } from './gateway-config.schema';
+import { CatalogEntry, DeploymentConfig, deploymentName, GatewayConfig, ModelKind, ProviderConfig } from './gateway-config.schema';
+import { voiceProblems } from './voice-aliases';
 
 export class ConfigError extends Error {}
+
+const WHICH_FILE = 'This is the catalog/provider file GATEWAY_CONFIG names (default config/gateway.yaml): fix it, or point GATEWAY_CONFIG at another.';
 
 /** Loads and validates the catalog/provider file; any problem names the offending field. */
 export function loadGatewayConfig(path: string): GatewayConfig {
@@ -12,9 +15,14 @@ export function loadGatewayConfig(path: string): GatewayConfig {
   try {
     raw = parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new ConfigError(`${path}: cannot read YAML: ${(err as Error).message}`);
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message;
+    throw new ConfigError(`${path}: cannot read YAML: ${reason}. ${WHICH_FILE}`);
   }
-  return validateGatewayConfig(raw, path);
+  try {
+    return validateGatewayConfig(raw, path);
+  } catch (err) {
+    throw err instanceof ConfigError ? new ConfigError(`${err.message}\n${WHICH_FILE}`) : err;
+  }
 }
 
 export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayConfig {
@@ -53,6 +61,41 @@ function flatten(errors: ValidationError[], parent: string): string[] {
   });
 }
 
+/** A provider that exists, and (local chat) a model it serves. */
+function upstreamProblems(kind: ModelKind, upstream: { provider: string; upstream_model: string }, config: GatewayConfig, field: string): string[] {
+  if (upstream.provider && !config.providers[upstream.provider]) return [`${field}.provider: unknown provider "${upstream.provider}"`];
+  if (kind === 'chat' && config.providers[upstream.provider]?.type === 'local' && upstream.upstream_model !== 'dev-echo') {
+    return [`${field}.upstream_model: the local provider's only chat model is "dev-echo"`];
+  }
+  return [];
+}
+
+/**
+ * A model listing `deployments` names its upstreams there only; its `provider`/`upstream_model` become the
+ * first deployment's (its owner in /v1/models). Both forms at once are refused, unless they agree (a
+ * configuration read back from a loaded one).
+ */
+function deploymentProblems(m: CatalogEntry, config: GatewayConfig, field: string): string[] {
+  const deployments = m.deployments!.filter((d) => d instanceof DeploymentConfig);
+  const primary = deployments[0];
+  if (!primary) return [];
+  if ((m.provider !== undefined && m.provider !== primary.provider) || (m.upstream_model !== undefined && m.upstream_model !== primary.upstream_model)) {
+    return [`${field}.deployments: give either provider/upstream_model or deployments, not both`];
+  }
+  m.provider = primary.provider;
+  m.upstream_model = primary.upstream_model;
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  deployments.forEach((d, j) => {
+    const at = `${field}.deployments[${j}]`;
+    const name = deploymentName(d);
+    if (seen.has(name)) problems.push(`${at}: the same provider and upstream_model twice ("${name}")`);
+    seen.add(name);
+    problems.push(...upstreamProblems(m.kind, d, config, at));
+  });
+  return problems;
+}
+
 function crossCheck(config: GatewayConfig): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
@@ -60,12 +103,12 @@ function crossCheck(config: GatewayConfig): string[] {
     if (!(m instanceof CatalogEntry)) return;
     if (seen.has(m.id)) problems.push(`catalog[${i}].id: duplicate id "${m.id}"`);
     seen.add(m.id);
-    if (m.provider && !config.providers[m.provider]) {
-      problems.push(`catalog[${i}].provider: unknown provider "${m.provider}"`);
+    if (Array.isArray(m.deployments)) {
+      problems.push(...deploymentProblems(m, config, `catalog[${i}]`));
+    } else {
+      problems.push(...upstreamProblems(m.kind, m, config, `catalog[${i}]`));
     }
-    if (m.kind === 'chat' && config.providers[m.provider]?.type === 'local' && m.upstream_model !== 'dev-echo') {
-      problems.push(`catalog[${i}].upstream_model: the local provider's only chat model is "dev-echo"`);
-    }
+    problems.push(...voiceProblems(m, config.providers[m.provider]?.type, `catalog[${i}]`));
   });
   const activeTranscription = config.catalog.filter((m) => m.kind === 'transcription' && m.active);
   const anyTranscription = config.catalog.some((m) => m.kind === 'transcription');

@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   ArrayMinSize,
   IsArray,
   IsBoolean,
@@ -55,11 +56,39 @@ export class ProviderConfig {
   @IsInt() @Min(1) max_connections = 256;
 }
 
+/** One upstream serving a catalog model, when the model lists several (docs/configuration.md, "deployments"). */
+export class DeploymentConfig {
+  @IsString() provider: string;
+  @IsString() upstream_model: string;
+  /** Share of the traffic among the deployments of one priority. */
+  @IsNumber() @Min(0.001) weight = 1;
+  /** Lower first: a priority is used only while every deployment of a lower one is out. */
+  @IsInt() @Min(0) priority = 0;
+}
+
+/** How a deployment is named in usage records, metrics and the admin API. */
+export function deploymentName(upstream: { provider: string; upstream_model: string }): string {
+  return `${upstream.provider}/${upstream.upstream_model}`;
+}
+
+/** Deployments one model may list: the router tracks which were tried in one request as bits of a number. */
+export const MAX_DEPLOYMENTS = 16;
+
 export class CatalogEntry {
   @IsString() @Matches(/^[A-Za-z0-9._:\/-]+$/) id: string;
   @IsIn(MODEL_KINDS) kind: ModelKind;
-  @IsString() provider: string;
-  @IsString() upstream_model: string;
+  /** With `deployments`, the loader sets these two to the first deployment's (the model's primary). */
+  @ValidateIf((m: CatalogEntry) => m.deployments === undefined) @IsString() provider: string;
+  @ValidateIf((m: CatalogEntry) => m.deployments === undefined) @IsString() upstream_model: string;
+
+  @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(MAX_DEPLOYMENTS) @ValidateNested({ each: true }) @Type(() => DeploymentConfig)
+  deployments?: DeploymentConfig[];
+  /** Further attempts on other deployments after a failure before the answer's first byte. */
+  @IsInt() @Min(0) @Max(MAX_DEPLOYMENTS - 1) retries = 2;
+  /** Consecutive failures that take a deployment out (circuit open). */
+  @IsInt() @Min(1) failure_threshold = 5;
+  /** How long a deployment stays out before one probe request is let through. */
+  @IsNumber() @Min(0.001) @Max(3600) cooldown_s = 30;
 
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) input_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) output_price_per_million?: number;
@@ -70,6 +99,8 @@ export class CatalogEntry {
   @IsOptional() @IsBoolean() active?: boolean;
 
   @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) voices?: string[];
+  /** Other names clients may send as `voice` (OpenAI's, typically), each naming one of `voices` (checked in voice-aliases.ts). */
+  @IsOptional() @IsObject() voice_aliases?: Record<string, string>;
   @IsOptional() @IsArray() @ArrayMinSize(1) @IsIn(SPEECH_FORMATS, { each: true }) response_formats?: SpeechFormat[];
 
   @IsOptional() @IsInt() @Min(0) created?: number;

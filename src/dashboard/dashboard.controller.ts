@@ -1,21 +1,31 @@
-import { Controller, Get, Param, Query, Res, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { AdminTokenGuard } from '../admin/admin-token.guard';
-import { StrictValidationPipe } from '../common/validation/strict-validation.pipe';
+import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { jsonAnswer } from '../openapi/response-schemas';
+import { object, string } from '../openapi/schemas';
+import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
+import { usagePeriod } from '../usage/usage-period';
 import { DashboardAsset, loadDashboardAssets } from './dashboard.assets';
 import { DashboardService } from './dashboard.service';
 import { AccountSearchQueryDto } from './dto/account-search.dto';
+import { LatestRequestsQueryDto } from './dto/latest-requests-query.dto';
 
 // The page holds no data: it signs in with the admin token (kept in sessionStorage) and reads the admin API.
 const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
   "form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
-/** The usage dashboard at /dashboard: a static page plus the account picker's list. */
-@ApiExcludeController()
+const requestsPage = object({
+  object: { type: 'string', enum: ['list'] },
+  data: { type: 'array', items: { type: 'object' } },
+  has_more: { type: 'boolean' },
+});
+
+/** The usage dashboard at /dashboard: a static page, the account picker's list and pages of latest requests. */
 @Public()
 @Controller('dashboard')
 export class DashboardController {
@@ -24,11 +34,13 @@ export class DashboardController {
   constructor(private readonly dashboard: DashboardService) {}
 
   @Get()
+  @ApiExcludeEndpoint()
   page(@Res() res: Response): void {
     this.send(res, this.assets.get('index.html')!);
   }
 
   @Get('assets/:file')
+  @ApiExcludeEndpoint()
   asset(@Param('file') file: string, @Res() res: Response): void {
     const asset = file === 'index.html' ? undefined : this.assets.get(file);
     if (!asset) throw new GatewayError(ErrorCode.NotFound, `No dashboard asset ${file}.`);
@@ -36,10 +48,30 @@ export class DashboardController {
   }
 
   @Get('api/accounts')
+  @ApiRoute({
+    tag: 'dashboard',
+    summary: "The dashboard's account picker: newest accounts first, or those whose name contains q or whose id is q",
+    auth: 'admin_token',
+    errors: [ErrorCode.InvalidRequest],
+    success: jsonAnswer(200, 'At most 500 accounts', { type: 'array', items: object({ id: string, name: string, created_at: string }) }),
+  })
   @UseGuards(AdminTokenGuard)
-  @UsePipes(StrictValidationPipe)
   accounts(@Query() query: AccountSearchQueryDto) {
     return this.dashboard.findAccounts(query.q);
+  }
+
+  @Get('api/accounts/:id/requests')
+  @ApiRoute({
+    tag: 'dashboard',
+    summary: "One page of an account's requests in the period, newest first",
+    auth: 'admin_token',
+    errors: [ErrorCode.InvalidRequest, ErrorCode.NotFound],
+    success: jsonAnswer(200, 'A page of requests', requestsPage),
+  })
+  @UseGuards(AdminTokenGuard)
+  requests(@Param('id', UuidOrNotFoundPipe) id: string, @Query() query: LatestRequestsQueryDto) {
+    const page = { after: query.after, limit: query.limit === undefined ? undefined : Number(query.limit) };
+    return this.dashboard.requests(id, usagePeriod(query.from, query.to), page);
   }
 
   private send(res: Response, asset: DashboardAsset): void {

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module';
+import { AdminTokenModule } from '../admin-token/admin-token.module';
+import { BillingModule } from '../billing/billing.module';
+import { UsageModule } from '../usage/usage.module';
 import { DashboardController } from './dashboard.controller';
 import { DashboardService } from './dashboard.service';
 
-@Module({ imports: [AdminModule], controllers: [DashboardController], providers: [DashboardService] })
+@Module({ imports: [AdminTokenModule, BillingModule, UsageModule], controllers: [DashboardController], providers: [DashboardService] })
 export class DashboardModule {}

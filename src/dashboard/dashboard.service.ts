@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AccountsService } from '../billing/accounts.service';
+import { LATEST_LIMIT, LatestPageQuery, UsagePeriod, UsageReportService } from '../usage/usage-report.service';
 
 export interface AccountListItem {
   id: string;
@@ -10,10 +12,14 @@ export interface AccountListItem {
 
 const ACCOUNT_LIST_LIMIT = 500;
 
-/** The account picker's data; the figures themselves come from the admin API. */
+/** The account picker's data and the pages of latest requests; the other figures come from the admin API. */
 @Injectable()
 export class DashboardService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly accounts: AccountsService,
+    private readonly usage: UsageReportService,
+  ) {}
 
   /** Newest accounts first, optionally those whose name contains `query` or whose id is `query`. */
   async findAccounts(query: string | undefined): Promise<AccountListItem[]> {
@@ -25,5 +31,11 @@ export class DashboardService {
       [q],
     );
     return rows.map((r) => ({ id: r.id, name: r.name, created_at: r.created_at.toISOString() }));
+  }
+
+  /** One page of an account's requests in the period, newest first ("Load more" under the latest requests). */
+  async requests(accountId: string, period: UsagePeriod, page: Partial<LatestPageQuery>) {
+    await this.accounts.findOrFail(accountId);
+    return this.usage.latestPage(accountId, period, { after: page.after, limit: page.limit ?? LATEST_LIMIT });
   }
 }

@@ -2,7 +2,7 @@ import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { EventEmitter } from 'node:events';
 import { DataSource } from 'typeorm';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { EntitlementGuard, IncludedFeature } from './entitlement.guard';
 import { FairUseGrant, FairUseService } from './fair-use.service';
 

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
 import { DataSource } from 'typeorm';
 import { Account } from '../billing/account.entity';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { FairUseService } from './fair-use.service';
 import { isEntitled } from './subscription.service';

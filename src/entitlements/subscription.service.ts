@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Account, SubscriptionStatus } from '../billing/account.entity';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 
 export const TRIAL_DAYS = 14;
 const DAY_MS = 86_400_000;

@@ -1,7 +1,6 @@
 import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
-import { GatewayError } from '../common/errors';
-import { UsageService } from '../usage/usage.service';
+import { GatewayError } from '../errors';
 import { ApiKeyGuard } from './api-key.guard';
 import { KeysService } from './keys.service';
 
@@ -18,14 +17,12 @@ function contextFor(headers: Record<string, string>) {
 describe(ApiKeyGuard.name, () => {
   let reflector: { getAllAndOverride: jest.Mock };
   let keys: { authenticate: jest.Mock };
-  let usage: { track: jest.Mock };
   let sut: ApiKeyGuard;
 
   beforeEach(() => {
     reflector = { getAllAndOverride: jest.fn().mockReturnValue(undefined) };
     keys = { authenticate: jest.fn() };
-    usage = { track: jest.fn() };
-    sut = new ApiKeyGuard(reflector as unknown as Reflector, keys as unknown as KeysService, usage as unknown as UsageService);
+    sut = new ApiKeyGuard(reflector as unknown as Reflector, keys as unknown as KeysService);
   });
 
   it('lets a @Public() route through without looking at any key', async () => {
@@ -33,16 +30,14 @@ describe(ApiKeyGuard.name, () => {
     const { context } = contextFor({});
     await expect(sut.canActivate(context)).resolves.toBe(true);
     expect(keys.authenticate).not.toHaveBeenCalled();
-    expect(usage.track).not.toHaveBeenCalled();
   });
 
-  it('authenticates a Bearer key, attaches the account and starts metering', async () => {
+  it('authenticates a Bearer key and attaches the account', async () => {
     keys.authenticate.mockResolvedValue({ accountId: 'acc', keyId: 'key' });
-    const { req, res, context } = contextFor({ authorization: `Bearer ${KEY}` });
+    const { req, context } = contextFor({ authorization: `Bearer ${KEY}` });
     await expect(sut.canActivate(context)).resolves.toBe(true);
     expect(keys.authenticate).toHaveBeenCalledWith(KEY);
     expect(req.auth).toEqual({ accountId: 'acc', keyId: 'key' });
-    expect(usage.track).toHaveBeenCalledWith(req, res);
   });
 
   it.each([
@@ -55,16 +50,14 @@ describe(ApiKeyGuard.name, () => {
     const { context } = contextFor(headers);
     await expect(sut.canActivate(context)).rejects.toMatchObject({ code: 'invalid_api_key', status: 401 });
     expect(keys.authenticate).not.toHaveBeenCalled();
-    expect(usage.track).not.toHaveBeenCalled();
   });
 
-  it('refuses a key the service does not know, without metering', async () => {
+  it('refuses a key the service does not know', async () => {
     keys.authenticate.mockResolvedValue(null);
     const { req, context } = contextFor({ authorization: `Bearer ${KEY}` });
     const failure = sut.canActivate(context);
     await expect(failure).rejects.toBeInstanceOf(GatewayError);
     await expect(failure).rejects.toMatchObject({ code: 'invalid_api_key' });
     expect(req.auth).toBeUndefined();
-    expect(usage.track).not.toHaveBeenCalled();
   });
 });

@@ -1,10 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Response } from 'express';
 import { IS_PUBLIC } from '../common/decorators/public.decorator';
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { UsageService } from '../usage/usage.service';
 import { KeysService } from './keys.service';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -15,15 +13,13 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: KeysService,
-    private readonly usage: UsageService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) {
       return true;
     }
-    const http = context.switchToHttp();
-    const req = http.getRequest<GatewayRequest>();
+    const req = context.switchToHttp().getRequest<GatewayRequest>();
     const header = req.headers.authorization;
     if (!header) throw invalidKey('Missing API key: send it as "Authorization: Bearer <API_KEY>".');
     const match = BEARER.exec(header);
@@ -31,7 +27,6 @@ export class ApiKeyGuard implements CanActivate {
     const auth = await this.keys.authenticate(match[1]);
     if (!auth) throw invalidKey('Invalid API key: it is malformed, unknown or revoked.');
     req.auth = { accountId: auth.accountId, keyId: auth.keyId };
-    this.usage.track(req, http.getResponse<Response>());
     return true;
   }
 }

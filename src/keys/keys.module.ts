@@ -1,8 +1,7 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKey } from './api-key.entity';
 import { KeysService } from './keys.service';
 
-@Global()
 @Module({ imports: [TypeOrmModule.forFeature([ApiKey])], providers: [KeysService], exports: [KeysService] })
 export class KeysModule {}

@@ -1,7 +1,8 @@
 import { Controller, Get, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
-import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
+import { ApiRoute } from '../openapi/api-route.decorator';
 import { MetricsService } from './metrics.service';
 
 /** Prometheus scrape endpoint; behind the admin token, not an API key. */
@@ -12,6 +13,13 @@ export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}
 
   @Get()
+  @ApiRoute({
+    tag: 'operations',
+    summary: 'Prometheus metrics (text exposition format)',
+    auth: 'admin_token',
+    errors: [],
+    success: { status: 200, description: 'Metrics', content: { 'text/plain': { type: 'string' } } },
+  })
   async scrape(@Res() res: Response): Promise<void> {
     const body = await this.metrics.scrape();
     res.status(200).setHeader('Content-Type', this.metrics.contentType);

@@ -1,8 +1,8 @@
-import { Global, Module } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module';
+import { Module } from '@nestjs/common';
+import { AdminTokenModule } from '../admin-token/admin-token.module';
+import { ModelsModule } from '../models/models.module';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 
-@Global()
-@Module({ imports: [AdminModule], controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
+@Module({ imports: [AdminTokenModule, ModelsModule], controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
 export class MetricsModule {}

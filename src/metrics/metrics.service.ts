@@ -3,13 +3,18 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { CatalogService } from '../models/catalog.service';
+import { DeploymentSample, registerDeploymentMetrics } from './deployment-metrics';
+
+export type { DeploymentSample } from './deployment-metrics';
 
 /** Endpoints that may appear as a label value; any other path is counted as "other". */
 const ENDPOINTS = new Set([
   '/v1/chat/completions',
+  '/v1/responses',
   '/v1/audio/transcriptions',
   '/v1/audio/speech',
   '/v1/models',
+  '/v1/models/{id}',
   '/v1/usage',
 ]);
 
@@ -183,6 +188,11 @@ export class MetricsService {
 
   pendingWriteLost(): void {
     this.pendingWritesLost.inc();
+  }
+
+  /** Per-deployment metrics, read from `read` at each scrape (the router's counters). */
+  watchDeployments(read: () => DeploymentSample[]): void {
+    registerDeploymentMetrics(this.registry, read);
   }
 
   /** The text exposition of every metric, for GET /metrics. */

@@ -1,6 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, GatewayError } from '../errors';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ModelKind } from '../config/gateway-config.schema';
+import { quotedModel } from './requested-model';
+
+/** A catalog entry as OpenAI's `Model` object. */
+export interface ModelObject {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
 
 /** The model catalog: the same for every account, straight from the config file. */
 @Injectable()
@@ -29,15 +39,20 @@ export class CatalogService {
     return this.config.catalog.find((m) => m.kind === 'transcription' && m.active);
   }
 
-  listing() {
-    return {
-      object: 'list' as const,
-      data: this.config.catalog.map((m) => ({
-        id: m.id,
-        object: 'model' as const,
-        created: m.created ?? this.created,
-        owned_by: m.provider,
-      })),
-    };
+  listing(): { object: 'list'; data: ModelObject[] } {
+    return { object: 'list', data: this.config.catalog.map((m) => this.modelObject(m)) };
+  }
+
+  /** GET /v1/models/{id}: the entry of that exact id, or 404 model_not_found. */
+  model(id: string): ModelObject {
+    const entry = this.byId.get(id);
+    if (!entry) {
+      throw new GatewayError(ErrorCode.ModelNotFound, `The model ${quotedModel(id)} does not exist; GET /v1/models lists the models served.`, 'model');
+    }
+    return this.modelObject(entry);
+  }
+
+  private modelObject(m: CatalogEntry): ModelObject {
+    return { id: m.id, object: 'model', created: m.created ?? this.created, owned_by: m.provider };
   }
 }

@@ -1,7 +1,6 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { CatalogService } from './catalog.service';
 import { ModelsController } from './models.controller';
 
-@Global()
 @Module({ controllers: [ModelsController], providers: [CatalogService], exports: [CatalogService] })
 export class ModelsModule {}

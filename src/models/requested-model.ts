@@ -1,7 +1,7 @@
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 import { storableText } from '../common/storable-text';
 
-/** The most of a client's model id an error message repeats. */
+/** The most of a client's model id (or other text) an error message repeats. */
 const SHOWN_MODEL_LENGTH = 64;
 
 /** A JSON request body with the `model` it names: the first checks of chat and speech (SPEC.md errors). */
@@ -21,5 +21,10 @@ export function readRequestedModel(body: unknown): { fields: Record<string, unkn
 
 /** A client's model id as an error message quotes it: storable, at most SHOWN_MODEL_LENGTH units, in JSON quotes. */
 export function quotedModel(id: string): string {
-  return JSON.stringify(storableText(id, SHOWN_MODEL_LENGTH));
+  return quotedClientText(id);
+}
+
+/** Any text a client sent, as an error message quotes it (see quotedModel). */
+export function quotedClientText(text: string): string {
+  return JSON.stringify(storableText(text, SHOWN_MODEL_LENGTH));
 }

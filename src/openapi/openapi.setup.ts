@@ -1,16 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { describeErrorCode, ErrorCode } from '../common/errors';
-import { ROUTE_DOCS, RouteAuth, RouteDoc } from './route-docs';
-
-type Operation = Record<string, unknown> & { parameters?: Record<string, unknown>[] };
-
-const SHARED_ERRORS: Record<RouteAuth, ErrorCode[]> = {
-  api_key: [ErrorCode.InvalidApiKey, ErrorCode.InternalError],
-  // 429: an address that sent too many wrong admin tokens (AdminTokenThrottle).
-  admin_token: [ErrorCode.InvalidAdminToken, ErrorCode.RateLimitExceeded, ErrorCode.InternalError],
-  none: [],
-};
+import { ErrorCode } from '../errors';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -30,8 +20,9 @@ const ERROR_SCHEMA = {
 };
 
 /**
- * The OpenAPI document of every route: Nest's scan of the controllers, completed with the contract
- * of ROUTE_DOCS (bodies, success media types, security and each route's error codes by status).
+ * The OpenAPI document of every route, generated from the controllers: each route's `@ApiRoute`
+ * (src/openapi/api-route.decorator.ts) gives its tag, summary, security, success body and error codes,
+ * and the DTO classes' `@ApiProperty` give the bodies and query parameters.
  */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -44,15 +35,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'gwk_<43 base62><6 base62 checksum>' }, 'api_key')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, 'admin_token')
     .build();
-  const document = SwaggerModule.createDocument(app, config);
-  document.components = { ...document.components, schemas: { ...document.components?.schemas, ErrorResponse: ERROR_SCHEMA } };
-  for (const [path, item] of Object.entries(document.paths)) {
-    for (const [method, operation] of Object.entries(item as Record<string, Operation>)) {
-      const route = ROUTE_DOCS[`${method.toUpperCase()} ${path}`];
-      if (route) describeOperation(operation, route);
-    }
-  }
-  dropEmptyDtoSchemas(document);
+  const document = SwaggerModule.createDocument(app, config, { autoTagControllers: false });
+  const schemas = document.components?.schemas ?? {};
+  // StrictValidationPipe refuses any field a DTO does not declare.
+  for (const schema of Object.values(schemas)) if ('properties' in schema) schema.additionalProperties = false;
+  document.components = { ...document.components, schemas: { ...schemas, ErrorResponse: ERROR_SCHEMA } };
   return document;
 }
 
@@ -62,56 +49,4 @@ export function setupOpenApi(app: INestApplication): void {
     jsonDocumentUrl: 'docs/openapi.json',
     yamlDocumentUrl: 'docs/openapi.yaml',
   });
-}
-
-function describeOperation(operation: Operation, route: RouteDoc): void {
-  const codes = [...new Set([...route.errors, ...SHARED_ERRORS[route.auth]])];
-  operation.tags = [route.tag];
-  operation.summary = route.summary;
-  operation.security = route.auth === 'none' ? [] : [{ [route.auth]: [] }];
-  operation['x-error-codes'] = codes;
-  if (route.requestBody) {
-    operation.requestBody = { required: true, content: { [route.requestBody.contentType]: { schema: route.requestBody.schema } } };
-  }
-  if (route.query) {
-    const path = (operation.parameters ?? []).filter((p) => p.in !== 'query');
-    const query = Object.entries(route.query).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } }));
-    operation.parameters = [...path, ...query];
-  }
-  const content = Object.fromEntries(Object.entries(route.success.content ?? {}).map(([type, schema]) => [type, { schema }]));
-  operation.responses = { [route.success.status]: { description: route.success.description, content }, ...errorResponses(codes) };
-}
-
-function errorResponses(codes: ErrorCode[]): Record<string, unknown> {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    const { status } = describeErrorCode(code);
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  return Object.fromEntries(
-    [...byStatus.entries()].sort(([a], [b]) => a - b).map(([status, list]) => [
-      status,
-      {
-        description: list.map((c) => (c === ErrorCode.UpstreamRejected ? `${c} (the upstream's own 4xx status)` : c)).join(', '),
-        'x-error-codes': list,
-        content: {
-          'application/json': {
-            schema: { $ref: '#/components/schemas/ErrorResponse' },
-            examples: Object.fromEntries(
-              list.map((code) => [code, { value: { error: { message: '…', type: describeErrorCode(code).type, param: null, code } } }]),
-            ),
-          },
-        },
-      },
-    ]),
-  );
-}
-
-/** The scan lists DTO classes without properties (they carry class-validator, not swagger, decorators). */
-function dropEmptyDtoSchemas(document: OpenAPIObject): void {
-  const schemas = document.components?.schemas ?? {};
-  const used = JSON.stringify(document.paths);
-  for (const name of Object.keys(schemas)) {
-    if (!used.includes(`"#/components/schemas/${name}"`) && name !== 'ErrorResponse') delete schemas[name];
-  }
 }

@@ -1,4 +1,4 @@
-import { ErrorCode, GatewayError } from '../common/errors';
+import { ErrorCode, GatewayError } from '../errors';
 
 /**
  * How an upstream call failed, before an endpoint decides what the client sees (asGatewayError below): chat maps
@@ -19,9 +19,18 @@ export class UpstreamFailure extends Error {
     message: string,
     /** The upstream's HTTP status, when it answered. */
     readonly status: number | null = null,
+    /** No answer's headers arrived: the request can go to another deployment (src/routing/). */
+    readonly beforeHeaders = false,
+    /** A 429's Retry-After, in seconds. */
+    readonly retryAfterS: number | null = null,
   ) {
     super(message);
   }
+}
+
+/** The same failure, known to have happened before any answer's headers arrived. */
+export function beforeHeaders(failure: UpstreamFailure): UpstreamFailure {
+  return failure.beforeHeaders ? failure : new UpstreamFailure(failure.kind, failure.message, failure.status, true, failure.retryAfterS);
 }
 
 /**

@@ -18,5 +18,8 @@ export class UsageRecord {
   @Column('bigint', { name: 'cost_micros', default: 0 }) costMicros: string;
   @Column('integer', { name: 'latency_ms', default: 0 }) latencyMs: number;
   @Column('boolean', { default: false }) streamed: boolean;
+  /** The deployment (`provider/upstream_model`) that served, or last failed, the request. */
+  @Column('text', { nullable: true }) deployment: string | null;
+  @Column('smallint', { nullable: true }) attempts: number | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

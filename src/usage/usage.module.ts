@@ -1,8 +1,26 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
+import { ErrorAnswerListener } from '../common/http/error-answer-listener';
+import { MetricsModule } from '../metrics/metrics.module';
+import { ModelsModule } from '../models/models.module';
+import { MeteringInterceptor } from './metering.interceptor';
 import { PendingWrites } from './pending-writes';
 import { UsageController } from './usage.controller';
-import { UsageService } from './usage.service';
+import { UsageReportService } from './usage-report.service';
+import { UsageRecords } from './usage-records';
 
-@Global()
-@Module({ controllers: [UsageController], providers: [UsageService, PendingWrites], exports: [UsageService, PendingWrites] })
+@Module({
+  imports: [MetricsModule, ModelsModule],
+  controllers: [UsageController],
+  providers: [
+    UsageRecords,
+    UsageReportService,
+    PendingWrites,
+    // The exception filter and the HTTP server's error answers tell the usage records which code a request got.
+    { provide: ErrorAnswerListener, useExisting: UsageRecords },
+    // Every request made with an API key is metered (MeteringInterceptor opens its UsageMeter).
+    { provide: APP_INTERCEPTOR, useClass: MeteringInterceptor },
+  ],
+  exports: [UsageRecords, UsageReportService, PendingWrites, ErrorAnswerListener],
+})
 export class UsageModule {}

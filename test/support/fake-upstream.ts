@@ -10,6 +10,7 @@ import { AddressInfo } from 'node:net';
 export type FailureMode =
   | 'status4xx' // 400 with an OpenAI error body carrying `failureMessage`
   | 'status500'
+  | 'status429' // 429 with an OpenAI rate-limit body, and `Retry-After: retryAfterS` when that is set
   | 'malformedJson' // 200 with a body that does not parse
   | 'reset' // the socket is destroyed before any answer
   | 'hang' // never answers
@@ -31,6 +32,8 @@ export interface FakeReply {
   content: string;
   promptTokens: number;
   completionTokens: number;
+  /** Function calls instead of text (finish_reason tool_calls); streamed as a name delta, then the arguments in two halves. */
+  toolCalls?: { id: string; name: string; arguments: string }[];
 }
 
 export interface RecordedFile {
@@ -84,6 +87,8 @@ export class FakeUpstream {
   chunkDelayMs = 0;
   slowChunkDelayMs = 1000;
   failureMessage = 'The fake upstream rejected this request.';
+  /** Seconds sent as Retry-After by `status429` (none when null). */
+  retryAfterS: number | null = null;
   /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
   faultAfterEvents: number | null = null;
   /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
@@ -131,6 +136,7 @@ export class FakeUpstream {
     this.faultAfterEvents = null;
     this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
+    this.retryAfterS = null;
   }
 
   aborted(): RecordedRequest[] {
@@ -189,6 +195,10 @@ export class FakeUpstream {
     if (mode === 'status500') {
       return sendJson(res, 500, { error: { message: 'The fake upstream had an internal error.', type: 'server_error', param: null, code: null } });
     }
+    if (mode === 'status429') {
+      if (this.retryAfterS !== null) res.setHeader('retry-after', String(this.retryAfterS));
+      return sendJson(res, 429, { error: { message: 'The fake upstream is rate limited.', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } });
+    }
     if (mode === 'wrongContentType') {
       return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
     }
@@ -229,6 +239,7 @@ export class FakeUpstream {
   private async answerChat(body: any, ctx: AnswerContext): Promise<void> {
     const { res, mode } = ctx;
     const completion = this.completionFor(body);
+    const calls = this.reply.toolCalls;
     const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
     const usage = { prompt_tokens: this.reply.promptTokens, completion_tokens: completion.tokens, total_tokens: this.reply.promptTokens + completion.tokens };
 
@@ -244,7 +255,7 @@ export class FakeUpstream {
       const answer = {
         ...base,
         object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content: completion.text, refusal: null }, logprobs: null, finish_reason: completion.finishReason }],
+        choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: calls ? 'tool_calls' : completion.finishReason }],
         usage,
       };
       if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
@@ -264,10 +275,18 @@ export class FakeUpstream {
       ...extra,
     });
     const events: unknown[] = [chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
-    completion.words.forEach((word, i) => {
-      events.push(chunk([{ index: 0, delta: { content: i === 0 ? word : ` ${word}` }, logprobs: null, finish_reason: null }]));
+    if (!calls) {
+      completion.words.forEach((word, i) => {
+        events.push(chunk([{ index: 0, delta: { content: i === 0 ? word : ` ${word}` }, logprobs: null, finish_reason: null }]));
+      });
+    }
+    calls?.forEach((call, i) => {
+      const half = Math.ceil(call.arguments.length / 2);
+      const toolDelta = (fields: Record<string, unknown>) => chunk([{ index: 0, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
+      events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
+      events.push(toolDelta({ function: { arguments: call.arguments.slice(0, half) } }), toolDelta({ function: { arguments: call.arguments.slice(half) } }));
     });
-    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: completion.finishReason }]));
+    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: calls ? 'tool_calls' : completion.finishReason }]));
     if (includeUsage) events.push(chunk([], { usage }));
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -294,6 +313,12 @@ export class FakeUpstream {
       await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
     }
     res.end('data: [DONE]\n\n');
+  }
+
+  private replyMessage(text: string): Record<string, unknown> {
+    const calls = this.reply.toolCalls;
+    if (!calls) return { role: 'assistant', content: text, refusal: null };
+    return { role: 'assistant', content: null, refusal: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
   }
 
   /** The reply, truncated to the client's max_tokens / max_completion_tokens (one word per token then). */

@@ -1,4 +1,4 @@
-import { describeErrorCode, ErrorCode } from '../../src/common/errors';
+import { describeErrorCode, ErrorCode } from '../../src/errors';
 import { parseSseData } from './chat-support';
 import { describeRequest, FuzzRequest } from './fuzz-routes';
 

@@ -1,5 +1,6 @@
 /* Creates the throwaway database of this test run: a fresh database on DATABASE_URL's server when
  * it is set, otherwise on an embedded PostgreSQL, so `npm test` works on a machine without one. */
+require('reflect-metadata');
 require('ts-node').register({ transpileOnly: true, compilerOptions: { module: 'commonjs' } });
 const { Client } = require('pg');
 const { startEmbeddedPostgres } = require('../../src/database/embedded-postgres');

@@ -9,7 +9,8 @@ import {
 } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { ThrottlerException } from '@nestjs/throttler';
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError } from '../../errors';
+import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayExceptionFilter } from './gateway-exception.filter';
 
 interface FakeResponse {
@@ -57,8 +58,8 @@ function fakeResponse(headersSent = false): FakeResponse {
   return res;
 }
 
-function run(exception: unknown, req: Record<string, unknown> = { complete: true }, res = fakeResponse()) {
-  const sut = new GatewayExceptionFilter();
+function run(exception: unknown, req: Record<string, unknown> = { complete: true }, res = fakeResponse(), listener?: ErrorAnswerListener) {
+  const sut = new GatewayExceptionFilter(listener);
   sut.catch(exception, new ExecutionContextHost([req, res]));
   return { req, res };
 }
@@ -162,10 +163,11 @@ describe(GatewayExceptionFilter.name, () => {
     expect(req.id).toBe('req_existing');
   });
 
-  it('notes the error code in the usage draft of an authenticated request', () => {
-    const usage = { errorCode: null as string | null };
-    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { usage, complete: true });
-    expect(usage.errorCode).toBe('insufficient_credits');
+  it('tells the error-answer listener (the usage records) which code the request got', () => {
+    const answered: string[] = [];
+    const listener: ErrorAnswerListener = { answeredWithError: (_req, _res, code) => void answered.push(code) };
+    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { complete: true }, fakeResponse(), listener);
+    expect(answered).toEqual(['insufficient_credits']);
   });
 
   it('only ends a response whose headers were already sent (a stream reports in-band)', () => {

@@ -1,8 +1,9 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError } from '../../errors';
+import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayRequest } from '../http/gateway-request';
 import { refuseUnreadBody } from '../http/refuse-unread-body';
 import { assignRequestId } from '../http/request-id';
@@ -14,13 +15,15 @@ const RETRY_AFTER_S = 1;
 export class GatewayExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('GatewayExceptionFilter');
 
+  constructor(@Optional() private readonly errorAnswers?: ErrorAnswerListener) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<GatewayRequest>();
     const res = ctx.getResponse<Response>();
     const requestId = assignRequestId(req, res);
     const error = this.toGatewayError(exception, requestId);
-    if (req.usage) req.usage.errorCode = error.code;
+    this.errorAnswers?.answeredWithError(req, res, error.code);
     if (res.headersSent) {
       // A streamed response already started; the stream writer reports the failure in-band.
       if (!res.writableEnded) res.end();
@@ -30,6 +33,8 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (!req.complete) refuseUnreadBody(req, res);
     // A short outage: clients that honour Retry-After come back when the database may be back.
     if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
+    // Every upstream of the model is out: when the first one lets a probe through (src/routing/).
+    else if (error.retryAfterS !== null) res.setHeader('Retry-After', String(error.retryAfterS));
     res.status(error.status).json(error.toBody());
   }
 

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { GATEWAY_CONFIG } from '../../config/config.tokens';
 import { GatewayConfig, LimitsConfig } from '../../config/gateway-config.schema';
 import { INVALID_BODY_CODE } from '../decorators/invalid-body-code.decorator';
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError } from '../../errors';
 import { GatewayRequest } from '../http/gateway-request';
 import { checkJsonShape } from '../json/json-shape';
 

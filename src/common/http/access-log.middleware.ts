@@ -7,16 +7,17 @@ import { pathOf } from './url-path';
 
 const UNLOGGED_PATHS = new Set(['/healthz', '/readyz']);
 
-/** Gives the request its id before the guards run, and logs one line when its response closes. */
+/** Gives the request its id and arrival time before the guards run, and logs one line when its response closes. */
 @Injectable()
 export class AccessLogMiddleware implements NestMiddleware {
   constructor(@Inject(ROOT_LOGGER) private readonly logger: Logger) {}
 
-  use(req: Request, res: Response, next: NextFunction): void {
+  use(req: Request & { receivedAt?: bigint }, res: Response, next: NextFunction): void {
+    req.receivedAt = process.hrtime.bigint();
     const requestId = assignRequestId(req, res);
     const path = pathOf(req.originalUrl);
     if (UNLOGGED_PATHS.has(path) || !this.logger.isLevelEnabled('info')) return next();
-    const start = process.hrtime.bigint();
+    const start = req.receivedAt;
     res.once('close', () => {
       const responseTimeMs = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
       this.logger.info(

@@ -2,8 +2,9 @@ import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type Se
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { LimitsConfig } from '../../config/gateway-config.schema';
-import { ErrorCode, GatewayError } from '../errors';
-import { UsageDraft } from './gateway-request';
+import { ErrorCode, GatewayError } from '../../errors';
+import { ErrorAnswerListener } from './error-answer-listener';
+import { GatewayRequest } from './gateway-request';
 import { endWithConnection } from './refuse-unread-body';
 import { assignRequestId, newRequestId } from './request-id';
 
@@ -30,7 +31,7 @@ const LOG_WINDOW_MS = 10_000;
  * connection. A request already in the application's hands is answered through its response, so that
  * its usage record carries the status and code.
  */
-export function answerClientErrors(server: Server, limits: LimitsConfig, logger: Logger): void {
+export function answerClientErrors(server: Server, limits: LimitsConfig, logger: Logger, errorAnswers?: ErrorAnswerListener): void {
   const log = throttledWarning(logger);
   const answered = new WeakSet<Socket>();
   server.on('clientError', (err: ClientError, socket: HttpSocket) => {
@@ -43,7 +44,7 @@ export function answerClientErrors(server: Server, limits: LimitsConfig, logger:
     log(err.code ?? err.name, error);
     const response = socket._httpMessage;
     if (!socket.writable || response?.headersSent) return socket.destroy();
-    if (response) return answerInFlight(response, error);
+    if (response) return answerInFlight(response, error, errorAnswers);
     socket.end(rawAnswer(error, newRequestId()));
     socket.destroySoon();
   });
@@ -66,10 +67,10 @@ function gatewayErrorOf(err: ClientError, limits: LimitsConfig): GatewayError {
   }
 }
 
-function answerInFlight(res: ServerResponse, error: GatewayError): void {
-  const req = res.req as IncomingMessage & { id?: unknown; usage?: UsageDraft };
+function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: ErrorAnswerListener | undefined): void {
+  const req = res.req as IncomingMessage & { id?: unknown };
   const requestId = assignRequestId(req, res);
-  if (req.usage) req.usage.errorCode = error.code;
+  errorAnswers?.answeredWithError(req as GatewayRequest, res, error.code);
   endWithConnection(req);
   const body = JSON.stringify(error.toBody());
   res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });

@@ -1,6 +1,6 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { isUUID } from 'class-validator';
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError } from '../../errors';
 
 /** An id that cannot exist is an unknown resource: 404 not_found, not a validation error. */
 @Injectable()

@@ -35,7 +35,21 @@ describe(PinoNestLogger.name, () => {
     expect(lines).toEqual([
       expect.objectContaining({ level: 30, context: 'BurstLimit', msg: 'Redis for burst-limit counters is back' }),
       expect.objectContaining({ level: 40, context: 'KeysService', msg: 'Revocation listener lost its connection' }),
-      expect.objectContaining({ level: 30, context: 'RouterExplorer', msg: 'Mapped {/v1/models, GET} route' }),
+      expect.objectContaining({ level: 20, context: 'RouterExplorer', msg: 'Mapped {/v1/models, GET} route' }),
+    ]);
+  });
+
+  it("logs Nest's start-up narration at debug, so that LOG_LEVEL=info hides it, but not the framework's warnings", () => {
+    const { lines } = setup('info');
+    for (const context of ['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']) {
+      new Logger(context).log(`${context} says hello`);
+    }
+    new Logger('NestApplication').warn('something odd');
+    new Logger('AdminService').log('kept');
+
+    expect(lines.map((l) => [l.level, l.context, l.msg])).toEqual([
+      [40, 'NestApplication', 'something odd'],
+      [30, 'AdminService', 'kept'],
     ]);
   });
 

@@ -5,6 +5,12 @@ import { ROOT_LOGGER } from './root-logger';
 const STACK = /\n\s*at /;
 
 /**
+ * Nest's own start-up narration (modules loaded, routes mapped, application started): about forty
+ * lines a person does not need at each start, so they are logged at debug rather than info.
+ */
+const FRAMEWORK_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+
+/**
  * Nest's LoggerService over the root pino logger. Nest's `Logger` appends its context as the last
  * argument, so `logger.error({ err, requestId }, 'message')` arrives here as
  * `({ err, requestId }, 'message', 'Context')` and `logger.error('message', stack)` as
@@ -15,7 +21,8 @@ export class PinoNestLogger implements LoggerService {
   constructor(@Inject(ROOT_LOGGER) private readonly pino: Logger) {}
 
   log(message: unknown, ...params: unknown[]): void {
-    this.write('info', message, params);
+    const context = params[params.length - 1];
+    this.write(typeof context === 'string' && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
   }
 
   error(message: unknown, ...params: unknown[]): void {

@@ -3,6 +3,16 @@ import { BillingFunctions1763880000000 } from './1763880000000-BillingFunctions'
 import { BillingBatches1763890000000 } from './1763890000000-BillingBatches';
 import { BillingLeases1763900000000 } from './1763900000000-BillingLeases';
 import { LeaseLifetime1763920000000 } from './1763920000000-LeaseLifetime';
+import { BillingFunctionFiles1763930000000 } from './1763930000000-BillingFunctionFiles';
+import { UsageDeployment1763950000000 } from './1763950000000-UsageDeployment';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
-export const MIGRATIONS = [InitialSchema1763870000000, BillingFunctions1763880000000, BillingBatches1763890000000, BillingLeases1763900000000, LeaseLifetime1763920000000];
+export const MIGRATIONS = [
+  InitialSchema1763870000000,
+  BillingFunctions1763880000000,
+  BillingBatches1763890000000,
+  BillingLeases1763900000000,
+  LeaseLifetime1763920000000,
+  BillingFunctionFiles1763930000000,
+  UsageDeployment1763950000000,
+];

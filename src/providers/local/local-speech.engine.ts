@@ -22,9 +22,11 @@ const ENCODER_ARGS: Record<string, string[]> = {
  * espeak-ng speaks the text (read from stdin, never a shell argument) as WAV; ffmpeg encodes it to the
  * requested format, and its output is streamed to the client as it is produced.
  */
-export async function synthesizeSpeech(_model: CatalogEntry, input: SpeechInput, signal: AbortSignal, timeoutMs: number): Promise<SpeechAudio> {
+export async function synthesizeSpeech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal, timeoutMs: number): Promise<SpeechAudio> {
   const encoderArgs = ENCODER_ARGS[input.response_format];
   if (!encoderArgs) throw new UpstreamFailure('rejected', `Unsupported response_format ${input.response_format}.`, 400);
+  // The voice is an argument of espeak-ng: only the catalog's own voices (aliases already resolved) reach it.
+  if (!model.voices?.includes(input.voice)) throw new UpstreamFailure('rejected', `${model.id} has no voice ${JSON.stringify(input.voice.slice(0, 64))}.`, 400);
   const wordsPerMinute = String(Math.round(BASE_WORDS_PER_MINUTE * input.speed));
   const speaker = startEngine('espeak-ng', ['-v', input.voice, '-s', wordsPerMinute, '--stdout'], { signal, timeoutMs, stdin: input.input });
   const encoder = startEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', ...encoderArgs, 'pipe:1'], { signal, timeoutMs });

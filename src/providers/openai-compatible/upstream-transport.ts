@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Dispatcher, errors, FormData, Pool } from 'undici';
 import { ProviderConfig } from '../../config/gateway-config.schema';
-import { UpstreamFailure } from '../upstream-failure';
+import { beforeHeaders, UpstreamFailure } from '../upstream-failure';
 
 export interface UpstreamResponse {
   contentType: string;
@@ -54,7 +54,7 @@ export class UpstreamTransport {
     try {
       answer = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body, signal });
     } catch (err) {
-      throw toUpstreamFailure(this.name, err);
+      throw beforeHeaders(toUpstreamFailure(this.name, err));
     }
     // undici reports a body destroyed before its end (by us, or by the upstream's reset) as an 'error' event;
     // readers see it through their iterator, and this listener keeps a body nobody reads any more from
@@ -66,6 +66,9 @@ export class UpstreamTransport {
     }
     const message = await readErrorMessage(answer.body).catch(() => '');
     const detail = message || `HTTP ${answer.statusCode}`;
+    if (answer.statusCode === 429) {
+      throw new UpstreamFailure('rejected', detail, 429, false, retryAfterSeconds(answer.headers['retry-after']));
+    }
     if (answer.statusCode >= 400 && answer.statusCode < 500) {
       throw new UpstreamFailure('rejected', detail, answer.statusCode);
     }
@@ -75,6 +78,14 @@ export class UpstreamTransport {
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/** Retry-After as seconds (delay-seconds or an HTTP date: RFC 9110 section 10.2.3); null when absent or unreadable. */
+function retryAfterSeconds(header: string | string[] | undefined): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return null;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : null;
 }
 
 /** Reads a whole (small) JSON body; a body that is not JSON is a bad_response. */

@@ -1,0 +1,40 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ErrorCode, GatewayError } from '../errors';
+import { AdminTokenThrottle } from './admin-token-throttle';
+import { AdminTokenService } from './admin-token.service';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * The admin API, /metrics and the dashboard API. The valid token always passes, even from a
+ * throttled address (an operator sharing an address with a guesser keeps working); a wrong one is
+ * 401, and 429 once its address has had its tries (AdminTokenThrottle).
+ */
+@Injectable()
+export class AdminTokenGuard implements CanActivate {
+  constructor(
+    private readonly tokens: AdminTokenService,
+    private readonly throttle: AdminTokenThrottle,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const http = context.switchToHttp();
+    const req = http.getRequest<Request>();
+    const match = BEARER.exec(req.headers.authorization ?? '');
+    if (match && this.tokens.matches(match[1])) return true;
+    // Only a presented token is a guess: a request without one (a dashboard not signed in yet) is not counted.
+    if (match) {
+      const retryAfter = this.throttle.retryAfterSeconds(req.ip);
+      if (retryAfter !== null) {
+        http.getResponse<Response>().setHeader('Retry-After', String(retryAfter));
+        throw new GatewayError(
+          ErrorCode.RateLimitExceeded,
+          'Too many wrong admin tokens from this address; retry after the Retry-After delay.',
+        );
+      }
+      this.throttle.recordFailure(req.ip);
+    }
+    throw new GatewayError(ErrorCode.InvalidAdminToken, 'Missing or wrong admin token: send "Authorization: Bearer <ADMIN_TOKEN>".');
+  }
+}

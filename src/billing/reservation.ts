@@ -1,0 +1,31 @@
+import { CatalogEntry } from '../config/gateway-config.schema';
+import { BudgetLease } from './budget-lease';
+import { TokenPrices } from './token-prices';
+
+export interface ReserveInput {
+  accountId: string;
+  requestId: string;
+  model: CatalogEntry;
+  /** An upper bound of the prompt's tokens. */
+  promptTokens: number;
+  /** The client's max_tokens / max_completion_tokens, or null when it set none. */
+  requestedMaxTokens: number | null;
+  /** Choices asked for (n): each may produce the whole output allowance. */
+  choices?: number;
+}
+
+/** The hold of one in-flight chat request: pass it back to settle or release. */
+export interface Reservation {
+  requestId: string;
+  holdMicros: bigint;
+  /** Output tokens covered by the hold: the client's own limit, or the capped model maximum. */
+  outputAllowance: number;
+  /** True when the client set no limit and the allowance was cut to what is affordable (send it upstream). */
+  capped: boolean;
+  readonly accountId: string;
+  readonly prices: TokenPrices;
+  /** The lease that holds it. */
+  readonly lease: BudgetLease;
+  /** Settled or released: a second call does nothing. */
+  done: boolean;
+}

@@ -1,0 +1,108 @@
+// "Latest requests": newest first, a page at a time. Each row carries its request id (the x-request-id
+// the client got and the id in the gateway's log line) with a button that copies it.
+import { api, query } from './api.js';
+import { $, element, integer, seconds, tableRow, utcTime } from './dom.js';
+import { revokedMark } from './tables.js';
+
+const COPIED_MS = 1500;
+let page = null;
+
+/** Shows the summary's first page; `source` says where the next pages come from. */
+export function renderLatest(usage, source) {
+  const keys = new Map(usage.by_key.map((k) => [k.key_id, k]));
+  page = { ...source, keys, lastId: null, loading: false };
+  $('latest').tBodies[0].replaceChildren();
+  appendRows(usage.latest, usage.latest_has_more);
+}
+
+async function loadMore() {
+  if (!page || page.loading) return;
+  const current = page;
+  current.loading = true;
+  $('latest-more').disabled = true;
+  try {
+    const params = query({ from: current.from, to: current.to, after: current.lastId });
+    const next = await api(`/dashboard/api/accounts/${encodeURIComponent(current.accountId)}/requests?${params}`);
+    if (page === current) appendRows(next.data, next.has_more);
+  } catch (err) {
+    if (page === current) current.onError(err);
+  } finally {
+    current.loading = false;
+    $('latest-more').disabled = false;
+  }
+}
+
+function appendRows(rows, hasMore) {
+  const body = $('latest').tBodies[0];
+  if (rows.length === 0 && body.rows.length === 0) {
+    const td = element('td', { colSpan: $('latest').tHead.rows[0].cells.length, className: 'empty', textContent: 'No requests in this month.' });
+    body.append(element('tr', {}, [td]));
+  }
+  body.append(...rows.map((r) => tableRow(r, cells, (row) => ({ requestId: row.request_id }), (row) => (row.status >= 400 ? 'failed' : ''))));
+  if (rows.length > 0) page.lastId = rows[rows.length - 1].request_id;
+  $('latest-more').hidden = !hasMore;
+  $('latest-count').textContent = `${integer.format(body.querySelectorAll('tr[data-request-id]').length)} shown${hasMore ? ', more to load' : ''}`;
+}
+
+function cells(r) {
+  const key = page.keys.get(r.key_id);
+  return [
+    { text: utcTime(r.created_at).slice(5), col: 'time', title: r.created_at },
+    { text: '', col: 'request_id', extra: requestId(r.request_id) },
+    { text: '', col: 'key', extra: [keyName(key ? key.key_name || key.key_prefix : r.key_id), ...revokedMark(key && key.revoked_at, true)] },
+    { text: r.model === null ? '' : r.model, col: 'model', title: r.model || '' },
+    { text: r.endpoint, col: 'endpoint' },
+    { text: '', col: 'result', extra: [part('status', String(r.status)), r.error_code ? ' ' : '', part('error_code', r.error_code || '')] },
+    { text: '', col: 'usage', extra: usageParts(r), num: true },
+    { text: r.cost_usd, col: 'cost_usd', num: true },
+    { text: `${integer.format(r.latency_ms)} ms`, col: 'latency_ms', num: true },
+  ];
+}
+
+function keyName(name) {
+  return element('span', { className: 'clip', textContent: name, title: name });
+}
+
+function part(col, text) {
+  return element('span', { textContent: text, dataset: { col } });
+}
+
+/** What the request used, in its own units: tokens for chat, seconds heard, characters spoken. */
+function usageParts(r) {
+  const parts = [];
+  if (r.prompt_tokens || r.completion_tokens) {
+    parts.push([part('prompt_tokens', integer.format(r.prompt_tokens)), ' → ', part('completion_tokens', integer.format(r.completion_tokens)), ' tok']);
+  }
+  if (r.audio_seconds) parts.push([part('audio_seconds', seconds(r.audio_seconds)), ' s']);
+  if (r.input_chars) parts.push([part('input_chars', integer.format(r.input_chars)), ' chars']);
+  return parts.length ? parts.flatMap((p, i) => (i ? [' · ', ...p] : p)) : ['—'];
+}
+
+function requestId(id) {
+  const code = element('code', { className: 'request-id', textContent: id });
+  const button = element('button', { type: 'button', className: 'copy', textContent: 'Copy', title: `Copy ${id}`, dataset: { copy: id } });
+  button.setAttribute('aria-label', `Copy request id ${id}`);
+  return [code, button];
+}
+
+// The clipboard API needs a secure context (https, or localhost); elsewhere the id is selected and copied.
+async function copy(button) {
+  const id = button.dataset.copy;
+  try {
+    await navigator.clipboard.writeText(id);
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(button.previousElementSibling);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    document.execCommand('copy');
+  }
+  button.textContent = 'Copied';
+  setTimeout(() => (button.textContent = 'Copy'), COPIED_MS);
+}
+
+$('latest').addEventListener('click', (event) => {
+  const button = event.target.closest('button.copy');
+  if (button) void copy(button);
+});
+$('latest-more').addEventListener('click', () => void loadMore());

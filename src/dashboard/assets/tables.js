@@ -1,0 +1,104 @@
+// The report's cards other than the chart and the latest requests: account facts, totals, per key,
+// per model and per endpoint.
+import { $, element, facts, fillTable, integer, percent, seconds, utcTime } from './dom.js';
+
+const UNKNOWN_MODEL = '(unknown models)';
+
+export function renderAccount(account) {
+  $('account-name').textContent = account.name;
+  facts($('account-facts'), [
+    ['Account id', account.id],
+    ['Credits', `$${account.credits_usd}`],
+    ['Reserved', `$${account.reserved_usd}`],
+    ['Spend this month', `$${account.month_spend_usd}`],
+    ['Monthly limit', account.monthly_limit_usd === null ? 'none' : `$${account.monthly_limit_usd}`],
+    ['Subscription', subscription(account.subscription)],
+    ['Fair use this month', `${account.fair_use.used} / ${account.fair_use.allowance}`],
+  ]);
+}
+
+export function renderTotals(usage) {
+  const t = usage.totals;
+  const failed = usage.by_endpoint.reduce((sum, e) => sum + e.failed, 0);
+  facts($('totals'), [
+    ['Requests', integer.format(t.requests)],
+    ['Failed (error rate)', `${integer.format(failed)} (${percent(t.requests ? failed / t.requests : 0)})`],
+    ['Prompt tokens', integer.format(t.prompt_tokens)],
+    ['Completion tokens', integer.format(t.completion_tokens)],
+    ['Audio seconds', seconds(t.audio_seconds)],
+    ['Speech characters', integer.format(t.input_chars)],
+    ['Cost', `$${t.cost_usd}`],
+  ]);
+}
+
+/** A revoked key says so, with the time it was revoked (UTC); `short` leaves the time to the tooltip. */
+export function revokedMark(revokedAt, short = false) {
+  if (!revokedAt) return [];
+  const text = short ? 'revoked' : `revoked ${utcTime(revokedAt).slice(0, 16)} UTC`;
+  return [element('span', { className: 'revoked', title: `Revoked ${revokedAt}`, textContent: text })];
+}
+
+export function renderByKey(byKey) {
+  fillTable(
+    $('by-key'),
+    byKey,
+    (k) => [
+      { text: k.key_name || '(unnamed)', extra: [element('span', { className: 'key-prefix', textContent: k.key_prefix }), ...revokedMark(k.revoked_at)], col: 'key' },
+      ...totalsCells(k),
+    ],
+    (k) => ({ keyId: k.key_id, ...(k.revoked_at ? { revokedAt: k.revoked_at } : {}) }),
+    (k) => (k.revoked_at ? 'revoked-key' : ''),
+  );
+}
+
+// Ids outside the catalog come as one row (unknown: true): whatever clients sent, never a row each.
+export function renderByModel(byModel) {
+  fillTable($('by-model'), byModel, (m) => [{ text: modelLabel(m), col: 'model' }, ...totalsCells(m)], (m) => ({
+    model: m.unknown ? UNKNOWN_MODEL : m.model === null ? '' : m.model,
+  }));
+}
+
+export function renderByEndpoint(byEndpoint) {
+  fillTable(
+    $('by-endpoint'),
+    byEndpoint,
+    (e) => [
+      { text: e.endpoint, col: 'endpoint' },
+      { text: integer.format(e.requests), col: 'requests', num: true },
+      { text: integer.format(e.failed), col: 'failed', num: true },
+      { text: percent(e.error_rate), col: 'error_rate', num: true },
+      { text: '', col: 'statuses', extra: e.statuses.map(statusChip) },
+    ],
+    (e) => ({ endpoint: e.endpoint, errorRate: String(e.error_rate) }),
+  );
+}
+
+function statusChip(s) {
+  const text = `${s.status}${s.error_code ? ` ${s.error_code}` : ''} × ${integer.format(s.requests)}`;
+  return element('span', {
+    className: `chip ${s.status >= 400 ? 'chip-failed' : 'chip-ok'}`,
+    textContent: text,
+    dataset: { status: String(s.status), errorCode: s.error_code || '', requests: String(s.requests) },
+  });
+}
+
+function totalsCells(t) {
+  return [
+    { text: integer.format(t.requests), col: 'requests', num: true },
+    { text: integer.format(t.prompt_tokens), col: 'prompt_tokens', num: true },
+    { text: integer.format(t.completion_tokens), col: 'completion_tokens', num: true },
+    { text: seconds(t.audio_seconds), col: 'audio_seconds', num: true },
+    { text: integer.format(t.input_chars), col: 'input_chars', num: true },
+    { text: t.cost_usd, col: 'cost_usd', num: true },
+  ];
+}
+
+function modelLabel(m) {
+  if (m.unknown) return UNKNOWN_MODEL;
+  return m.model === null ? '(none)' : m.model;
+}
+
+function subscription(s) {
+  if (s.status === 'none') return 'none';
+  return s.ends_at ? `${s.status} until ${s.ends_at.slice(0, 10)}` : s.status;
+}

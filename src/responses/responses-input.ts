@@ -1,0 +1,134 @@
+import { isJsonObject } from '../common/json/scalar-fields';
+import { quotedClientText } from '../models/requested-model';
+import { invalidField, unsupportedField } from './responses-refusals';
+
+/** One message of a chat completion body. */
+export type ChatMessage = Record<string, unknown>;
+
+type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
+
+/**
+ * Chat roles for the Responses API's message roles. `developer` becomes `system`: chat-completion
+ * upstreams other than OpenAI's know `system` only, and OpenAI treats the two alike for chat models.
+ */
+const CHAT_ROLES = new Map([
+  ['user', 'user'],
+  ['assistant', 'assistant'],
+  ['system', 'system'],
+  ['developer', 'system'],
+]);
+
+/** The chat messages of a Responses request: `instructions` first, as a system message, then the input items in order. */
+export function chatMessages(instructions: string | null | undefined, input: unknown): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (typeof instructions === 'string' && instructions !== '') messages.push({ role: 'system', content: instructions });
+  if (typeof input === 'string') {
+    messages.push({ role: 'user', content: input });
+    return messages;
+  }
+  if (input === undefined || input === null) throw invalidField('input', 'input is required: a string, or a non-empty array of input items.');
+  if (!Array.isArray(input) || input.length === 0) throw invalidField('input', 'input must be a string or a non-empty array of input items.');
+  input.forEach((item, i) => appendItem(messages, item, `input[${i}]`));
+  return messages;
+}
+
+function appendItem(messages: ChatMessage[], item: unknown, path: string): void {
+  if (!isJsonObject(item)) throw invalidField(path, 'an input item must be an object.');
+  // An item without a type is a message ("EasyInputMessage").
+  const type = item.type ?? 'message';
+  if (typeof type !== 'string') throw invalidField(`${path}.type`, 'type must be a string.');
+  switch (type) {
+    case 'message':
+      messages.push(chatMessage(item, path));
+      return;
+    case 'function_call':
+      appendToolCall(messages, item, path);
+      return;
+    case 'function_call_output':
+      messages.push({ role: 'tool', tool_call_id: requiredString(item, 'call_id', path), content: toolOutput(item.output, `${path}.output`) });
+      return;
+    case 'reasoning':
+      // A reasoning model's earlier summary: chat completions take none back, and the answer does not depend on it.
+      return;
+    default:
+      throw unsupportedField(`${path}.type`, `input items of type ${quotedClientText(type)} come from stored responses or built-in tools, which this gateway does not offer.`);
+  }
+}
+
+function chatMessage(item: Record<string, unknown>, path: string): ChatMessage {
+  const role = typeof item.role === 'string' ? CHAT_ROLES.get(item.role) : undefined;
+  if (!role) throw invalidField(`${path}.role`, 'role must be one of user, assistant, system, developer.');
+  const { content } = item;
+  if (typeof content === 'string') return { role, content };
+  if (!Array.isArray(content)) throw invalidField(`${path}.content`, 'content must be a string or an array of content parts.');
+  const parts = content.map((part, j) => contentPart(part, `${path}.content[${j}]`));
+  if (role === 'user') return { role, content: parts };
+  // Only user messages carry images in chat; text-only upstreams take the others' text as one string.
+  const image = parts.findIndex((part) => part.type !== 'text');
+  if (image >= 0) throw invalidField(`${path}.content[${image}]`, `a ${String(item.role)} message holds text only.`);
+  return { role, content: parts.map((part) => (part as { text: string }).text).join('') };
+}
+
+function contentPart(part: unknown, path: string): ChatPart {
+  if (!isJsonObject(part)) throw invalidField(path, 'a content part must be an object.');
+  switch (part.type) {
+    case 'input_text':
+    case 'output_text':
+      return { type: 'text', text: requiredString(part, 'text', path) };
+    case 'refusal':
+      return { type: 'text', text: requiredString(part, 'refusal', path) };
+    case 'input_image':
+      return imagePart(part, path);
+    case 'input_file':
+    case 'input_audio':
+      throw unsupportedField(`${path}.type`, `${part.type} parts are not passed to chat-completion upstreams; send the content as text or as an image URL.`);
+    default:
+      throw invalidField(`${path}.type`, 'type must be input_text, input_image or (in assistant messages) output_text or refusal.');
+  }
+}
+
+function imagePart(part: Record<string, unknown>, path: string): ChatPart {
+  if (part.file_id !== undefined && part.file_id !== null) {
+    throw unsupportedField(`${path}.file_id`, 'uploaded files are not stored by this gateway; send the image as image_url (an https or data: URL).');
+  }
+  const url = requiredString(part, 'image_url', path);
+  const detail = part.detail;
+  if (detail !== undefined && detail !== null && detail !== 'auto' && detail !== 'low' && detail !== 'high') {
+    throw invalidField(`${path}.detail`, 'detail must be auto, low or high.');
+  }
+  return { type: 'image_url', image_url: typeof detail === 'string' ? { url, detail } : { url } };
+}
+
+/** A function call the model made earlier: a tool call of the assistant message it belongs to. */
+function appendToolCall(messages: ChatMessage[], item: Record<string, unknown>, path: string): void {
+  const call = {
+    id: requiredString(item, 'call_id', path),
+    type: 'function',
+    function: { name: requiredString(item, 'name', path), arguments: requiredString(item, 'arguments', path) },
+  };
+  const last = messages[messages.length - 1];
+  if (last?.role === 'assistant') {
+    last.tool_calls = [...((last.tool_calls as unknown[] | undefined) ?? []), call];
+    return;
+  }
+  messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+}
+
+function toolOutput(output: unknown, path: string): string {
+  if (typeof output === 'string') return output;
+  if (!Array.isArray(output)) throw invalidField(path, 'output must be a string or an array of input_text parts.');
+  return output
+    .map((part, j) => {
+      if (!isJsonObject(part) || part.type !== 'input_text') {
+        throw unsupportedField(`${path}[${j}]`, 'chat-completion upstreams take text tool results only (input_text parts).');
+      }
+      return requiredString(part, 'text', `${path}[${j}]`);
+    })
+    .join('');
+}
+
+function requiredString(item: Record<string, unknown>, name: string, path: string): string {
+  const value = item[name];
+  if (typeof value !== 'string') throw invalidField(`${path}.${name}`, `${name} must be a string.`);
+  return value;
+}

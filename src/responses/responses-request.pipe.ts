@@ -1,0 +1,115 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync, ValidationError } from 'class-validator';
+import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
+import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
+import { constraintMessage } from '../common/validation/constraint-message';
+import { CatalogService } from '../models/catalog.service';
+import { ChatRequestBody } from '../providers/upstream-provider';
+import { ResponsesRequestDto, VALIDATED_RESPONSES_FIELDS } from './dto/responses-request.dto';
+import { chatMessages } from './responses-input';
+import { invalidField, refuseUnservedFields } from './responses-refusals';
+import { chatResponseFormat, chatToolChoice, chatTools } from './responses-tools';
+
+/** What OpenAI's Response repeats of its request. */
+export interface ResponseEcho {
+  instructions: string | null;
+  max_output_tokens: number | null;
+  metadata: Record<string, unknown>;
+  parallel_tool_calls: boolean;
+  temperature: number | null;
+  top_p: number | null;
+  text: { format: unknown };
+  tool_choice: unknown;
+  tools: unknown[];
+  user?: string;
+}
+
+/** A Responses request that passed validation: the chat completion it is served by, and what its answer echoes. */
+export interface ResponsesRequest {
+  chat: ChatRequest;
+  echo: ResponseEcho;
+}
+
+/** OpenAI's limits on `metadata`: 16 pairs, keys up to 64 characters, values strings up to 512. */
+const METADATA_PAIRS = 16;
+const METADATA_KEY_LENGTH = 64;
+const METADATA_VALUE_LENGTH = 512;
+
+/**
+ * Validates a Responses body in chat's order (model first, then the fields), refuses what needs server
+ * state or built-in tools, and translates the rest into the chat completion that serves it (docs/responses.md).
+ */
+@Injectable()
+export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesRequest> {
+  constructor(private readonly catalog: CatalogService) {}
+
+  transform(body: unknown): ResponsesRequest {
+    const { fields, model } = requestedChatModel(this.catalog, body);
+    refuseUnservedFields(fields);
+    const dto = validated(fields);
+    checkMetadata(dto.metadata ? (fields.metadata as Record<string, unknown>) : null);
+    const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(dto.instructions, fields.input) };
+    const tools = chatTools(fields.tools);
+    const toolChoice = chatToolChoice(fields.tool_choice);
+    const responseFormat = chatResponseFormat(fields.text);
+    const reasoningEffort = isJsonObject(fields.reasoning) ? fields.reasoning.effort : undefined;
+    setPresent(chatBody, {
+      stream: dto.stream === true ? true : undefined,
+      max_tokens: dto.max_output_tokens,
+      temperature: dto.temperature,
+      top_p: dto.top_p,
+      user: dto.user,
+      tools,
+      tool_choice: toolChoice,
+      parallel_tool_calls: dto.parallel_tool_calls,
+      response_format: responseFormat,
+      reasoning_effort: typeof reasoningEffort === 'string' ? reasoningEffort : undefined,
+    });
+    return {
+      // Usage is always asked of the upstream: response.completed carries it.
+      chat: { model, body: chatBody, stream: dto.stream === true, includeUsage: true, maxTokens: dto.max_output_tokens ?? null, choices: 1 },
+      echo: {
+        instructions: dto.instructions ?? null,
+        max_output_tokens: dto.max_output_tokens ?? null,
+        metadata: (fields.metadata as Record<string, unknown> | null | undefined) ?? {},
+        parallel_tool_calls: dto.parallel_tool_calls ?? true,
+        temperature: dto.temperature ?? null,
+        top_p: dto.top_p ?? null,
+        text: { format: (fields.text as { format?: unknown } | null | undefined)?.format ?? { type: 'text' } },
+        tool_choice: fields.tool_choice ?? 'auto',
+        tools: (fields.tools as unknown[] | null | undefined) ?? [],
+        ...(typeof dto.user === 'string' ? { user: dto.user } : {}),
+      },
+    };
+  }
+}
+
+/** The scalar fields checked by the DTO (nested values emptied: see ChatRequestPipe's validatedPart). */
+function validated(fields: Record<string, unknown>): ResponsesRequestDto {
+  const dto = plainToInstance(ResponsesRequestDto, scalarFields(fields, VALIDATED_RESPONSES_FIELDS));
+  const [problem] = validateSync(dto, { forbidUnknownValues: false });
+  if (problem) throw invalidField(problem.property, `${constraintMessage(firstConstraints(problem))}.`);
+  return dto;
+}
+
+function firstConstraints(error: ValidationError): Record<string, string> | undefined {
+  return error.constraints ?? (error.children?.length ? firstConstraints(error.children[0]) : undefined);
+}
+
+function checkMetadata(metadata: Record<string, unknown> | null): void {
+  if (!metadata) return;
+  const entries = Object.entries(metadata);
+  if (entries.length > METADATA_PAIRS) throw invalidField('metadata', `metadata holds at most ${METADATA_PAIRS} pairs.`);
+  for (const [key, value] of entries) {
+    if (key.length > METADATA_KEY_LENGTH) throw invalidField('metadata', `metadata keys are at most ${METADATA_KEY_LENGTH} characters.`);
+    if (typeof value !== 'string' || value.length > METADATA_VALUE_LENGTH) {
+      throw invalidField('metadata', `metadata values are strings of at most ${METADATA_VALUE_LENGTH} characters.`);
+    }
+  }
+}
+
+/** Copies the values that are set (not undefined or null) into the chat body. */
+function setPresent(body: ChatRequestBody, values: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(values)) if (value !== undefined && value !== null) body[name] = value;
+}

@@ -1,0 +1,51 @@
+import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
+import { chatCall } from '../chat/chat-call';
+import { ChatService } from '../chat/chat.service';
+import { SseWriter } from '../chat/sse';
+import { JsonBodyGuard } from '../common/guards/json-body.guard';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { ErrorCode } from '../errors';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { Metered } from '../usage/metered.decorator';
+import { UsageMeter } from '../usage/usage-meter';
+import { createResponseBody } from './dto/responses.schema';
+import { newResponseBase, responseFromCompletion } from './response-body';
+import { ResponseEventStream } from './response-event-stream';
+import { ResponsesRequest, ResponsesRequestPipe } from './responses-request.pipe';
+
+/** OpenAI's Responses API, stateless, served by one chat completion: the same checks, hold, upstream call and charge as chat. */
+@Controller('v1')
+export class ResponsesController {
+  constructor(private readonly chat: ChatService) {}
+
+  @Post('responses')
+  @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
+  @ApiRoute({
+    tag: 'v1',
+    summary: "OpenAI's Responses API (stateless) for chat models, optionally streamed as SSE events; billed as chat",
+    auth: 'api_key',
+    errors: [
+      ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.UnsupportedParameter, ErrorCode.MissingModel, ErrorCode.UnknownModel,
+      ErrorCode.ModelNotHosted, ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached,
+      ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError,
+      ErrorCode.UpstreamUnavailable,
+    ],
+    body: { contentType: 'application/json', schema: createResponseBody },
+    success: {
+      status: 200,
+      description: 'A Response object with usage, or its SSE events (response.created … response.completed)',
+      content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
+    },
+  })
+  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(ResponsesRequestPipe) request: ResponsesRequest): Promise<void> {
+    const { chat, echo } = request;
+    const call = chatCall('/v1/responses', req, res, meter, chat);
+    const base = newResponseBase(chat.model.id, echo);
+    if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res), base));
+    const answer = await this.chat.answer(call);
+    res.status(200).json(responseFromCompletion(base, answer.body));
+    await answer.charge();
+  }
+}

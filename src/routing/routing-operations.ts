@@ -1,0 +1,59 @@
+import type { Readable } from 'node:stream';
+import {
+  ChatRequestBody,
+  SpeechAudio,
+  SpeechInput,
+  TranscriptionInput,
+  UpstreamChatJson,
+  UpstreamChatStream,
+  VerboseTranscription,
+} from '../providers/upstream-provider';
+import type { Deployment } from './deployment';
+
+/** One kind of upstream call, sent to a chosen deployment. Module constants: nothing allocated per request. */
+export interface Operation<I, T> {
+  send(deployment: Deployment, input: I, signal: AbortSignal): Promise<T>;
+  /** For an answer that streams on: calls `release` once its body has ended, however it ends. */
+  holdUntilEnd?(answer: T, release: () => void): T;
+}
+
+/** The body as this deployment's upstream must see it: its own upstream_model. */
+function bodyFor(deployment: Deployment, body: ChatRequestBody): ChatRequestBody {
+  const upstreamModel = deployment.entry.upstream_model;
+  return body.model === upstreamModel ? body : { ...body, model: upstreamModel };
+}
+
+export const CHAT: Operation<ChatRequestBody, UpstreamChatJson> = {
+  send: (d, body, signal) => d.upstream.chat(d.entry, bodyFor(d, body), signal),
+};
+
+export const CHAT_STREAM: Operation<ChatRequestBody, UpstreamChatStream> = {
+  send: (d, body, signal) => d.upstream.chatStream(d.entry, bodyFor(d, body), signal),
+  holdUntilEnd: (chunks, release) => releasedAtEnd(chunks, release),
+};
+
+export const TRANSCRIBE: Operation<TranscriptionInput, VerboseTranscription> = {
+  // The upload is a Buffer the gateway holds: each attempt sends it whole again.
+  send: (d, input, signal) => d.upstream.transcribe(d.entry, input, signal),
+};
+
+export const SPEECH: Operation<SpeechInput, SpeechAudio> = {
+  send: (d, input, signal) => d.upstream.speech(d.entry, input, signal),
+  holdUntilEnd: (audio, release) => {
+    onceClosed(audio.body, release);
+    return audio;
+  },
+};
+
+async function* releasedAtEnd(chunks: UpstreamChatStream, release: () => void): UpstreamChatStream {
+  try {
+    yield* chunks;
+  } finally {
+    release();
+  }
+}
+
+function onceClosed(body: Readable, release: () => void): void {
+  if (body.destroyed) release();
+  else body.once('close', release);
+}

@@ -1,0 +1,143 @@
+import type { ServerResponse } from 'node:http';
+import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
+import { AuthContext, GatewayRequest } from '../common/http/gateway-request';
+import { storableText } from '../common/storable-text';
+import { MAX_RECORDED_MODEL_LENGTH, TokenUsage, UsageRecordValues } from './usage-record';
+
+/** Writes a request's record together with its charge (billing's settlement); resolves to the charge. */
+export type ChargeWriter = (record: UsageRecordValues) => Promise<bigint>;
+
+/** Where a meter's record goes: UsageRecords. */
+export interface UsageRecordSink {
+  /** Writes the record with cost 0. */
+  writeUncharged(record: UsageRecordValues): void;
+  /** Writes the record through the charge; should the charge fail (not lost), writes it uncharged. */
+  writeCharged(record: UsageRecordValues, charge: ChargeWriter): void;
+}
+
+/** The request a meter records: authenticated, with its id. */
+export type MeteredRequest = Pick<GatewayRequest, 'id' | 'path' | 'body'> & { auth: AuthContext; route?: { path?: unknown } };
+
+/** What a request was for, as its handler describes it. */
+export interface ServedRequest {
+  model?: string;
+  streamed?: boolean;
+  /** Speech: the characters of the input. */
+  inputChars?: number;
+  /** Transcription: the seconds of audio transcribed. */
+  audioSeconds?: number;
+  /** The deployment (`provider/upstream_model`) that served or last failed it (src/routing/). */
+  deployment?: string;
+  /** Upstream attempts it took. */
+  attempts?: number;
+}
+
+/**
+ * The usage record of one authenticated request, and its only writer. The handler, the exception filter
+ * and billing report what they know as plain values; the record is written exactly once, when both the
+ * response has ended or closed (which gives the status) and the handler is done (nothing more will be reported).
+ * A request that holds credits is written by its charge, in the settlement's own transaction.
+ */
+export class UsageMeter {
+  private model: string | null = null;
+  private streamed = false;
+  private inputChars = 0;
+  private audioSeconds = 0;
+  private deployment: string | null = null;
+  private attempts: number | null = null;
+  private tokens: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  private errorCode: string | null = null;
+  private charge: ChargeWriter | null = null;
+  private status: number | null = null;
+  private handlerDone = false;
+  private written = false;
+
+  constructor(
+    private readonly sink: UsageRecordSink,
+    private readonly request: MeteredRequest,
+    private readonly res: ServerResponse,
+    private readonly startedAt = process.hrtime.bigint(),
+  ) {
+    res.once('close', () => {
+      // Closed before the response was complete and with no error of ours: the client went away.
+      const clientLeft = !res.headersSent || (!res.writableFinished && this.errorCode === null);
+      this.status = clientLeft ? CLIENT_CLOSED_REQUEST : res.statusCode;
+      this.writeWhenComplete();
+    });
+  }
+
+  describe(served: ServedRequest): void {
+    if (served.model !== undefined) this.model = served.model;
+    if (served.streamed !== undefined) this.streamed = served.streamed;
+    if (served.inputChars !== undefined) this.inputChars = served.inputChars;
+    if (served.audioSeconds !== undefined) this.audioSeconds = served.audioSeconds;
+    if (served.deployment !== undefined) this.deployment = served.deployment;
+    if (served.attempts !== undefined) this.attempts = served.attempts;
+  }
+
+  /** The error the request was answered with (in the status line, or in-band in a started stream). */
+  failed(code: string): void {
+    this.errorCode = code;
+  }
+
+  /** The request used these tokens; its record is written by `charge`, with what it charged. */
+  charged(tokens: TokenUsage, charge: ChargeWriter): void {
+    this.tokens = tokens;
+    this.charge = charge;
+  }
+
+  /** The handler has returned or thrown (or never ran: the request was refused before it). */
+  handled(): void {
+    this.handlerDone = true;
+    this.writeWhenComplete();
+  }
+
+  private writeWhenComplete(): void {
+    // A response the handler has ended has its status already: its charge goes out now, not after the
+    // flush, so that the client's next request (on any replica) finds it committed as before.
+    const status = this.status ?? (this.res.writableEnded ? this.res.statusCode : null);
+    if (!this.handlerDone || status === null || this.written) return;
+    this.written = true;
+    const record = this.record(status);
+    if (this.charge) this.sink.writeCharged(record, this.charge);
+    else this.sink.writeUncharged(record);
+  }
+
+  private record(status: number): UsageRecordValues {
+    const { request } = this;
+    // A request refused before its handler named the model (validation errors) records it as sent, made
+    // storable: PostgreSQL refuses NUL and lone surrogates, and the whole record with them.
+    const requested = (request.body as { model?: unknown } | undefined)?.model;
+    const model = this.model ?? (typeof requested === 'string' ? storableText(requested, MAX_RECORDED_MODEL_LENGTH) : null);
+    return {
+      request_id: request.id,
+      account_id: request.auth.accountId,
+      key_id: request.auth.keyId,
+      model,
+      endpoint: endpointOf(request),
+      status,
+      error_code: this.errorCode,
+      prompt_tokens: this.tokens.promptTokens,
+      completion_tokens: this.tokens.completionTokens,
+      audio_seconds: this.audioSeconds.toFixed(3),
+      input_chars: this.inputChars,
+      latency_ms: Number((process.hrtime.bigint() - this.startedAt) / 1_000_000n),
+      streamed: this.streamed,
+      deployment: this.deployment,
+      attempts: this.attempts,
+    };
+  }
+}
+
+/** Longest endpoint recorded for a path that matched no route (it is the client's text). */
+const MAX_UNROUTED_ENDPOINT_LENGTH = 128;
+
+/**
+ * The route the request matched, its parameters named (`/v1/models/{id}`), so that one endpoint is one
+ * row however many ids are asked for; the path itself, bounded, when no route matched.
+ */
+function endpointOf(request: MeteredRequest): string {
+  const route = request.route?.path;
+  if (typeof route === 'string') return route.replace(/[:*](\w+)/g, '{$1}');
+  return storableText(request.path, MAX_UNROUTED_ENDPOINT_LENGTH);
+}

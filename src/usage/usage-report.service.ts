@@ -1,0 +1,223 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ErrorCode, GatewayError } from '../errors';
+import { microsToUsd } from '../common/money';
+import { CatalogService } from '../models/catalog.service';
+
+/** How many of the latest requests a summary holds; the rest are read page by page with `latestPage`. */
+export const LATEST_LIMIT = 50;
+
+export interface UsagePeriod {
+  from: Date;
+  to: Date;
+}
+
+export interface LatestPageQuery {
+  /** The request id of the last row already shown: the page starts with the request before it. */
+  after?: string;
+  limit: number;
+}
+
+interface TotalsRow {
+  requests: string;
+  prompt_tokens: string;
+  completion_tokens: string;
+  audio_seconds: string;
+  input_chars: string;
+  cost_micros: string;
+}
+
+interface StatusCountRow {
+  endpoint: string;
+  status: number;
+  error_code: string | null;
+  requests: string;
+}
+
+// Every query below filters on account_id and a created_at range first, so that it reads one account's
+// rows of the period through usage_records_account_time_idx and never another account's.
+const IN_PERIOD = `account_id = $1 AND created_at >= $2 AND created_at < $3`;
+
+/** The usage view of one account over a period: what /v1/usage, the admin API and the dashboard show. */
+@Injectable()
+export class UsageReportService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly catalog: CatalogService,
+  ) {}
+
+  /**
+   * The operator's per-deployment breakdown (admin API and dashboard, not /v1/usage: deployments are the
+   * gateway's own infrastructure): per model and deployment, requests, failures, the attempts they took, cost.
+   * Rows without an upstream call (refused before it, or every deployment out) have `deployment: null`.
+   */
+  async byDeployment(accountId: string, period: UsagePeriod) {
+    const rows: { model: string | null; deployment: string | null; requests: string; failed: string; attempts: string; retried: string; cost_micros: string }[] =
+      await this.db.query(
+        `SELECT model, deployment, COUNT(*) AS requests, COUNT(*) FILTER (WHERE status >= 400) AS failed,
+                COALESCE(SUM(attempts), 0) AS attempts, COUNT(*) FILTER (WHERE attempts > 1) AS retried,
+                COALESCE(SUM(cost_micros), 0) AS cost_micros
+           FROM usage_records WHERE ${IN_PERIOD} AND model = ANY($4::text[]) GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,
+        [accountId, period.from, period.to, this.catalog.all().map((m) => m.id)],
+      );
+    return rows.map((r) => ({
+      model: r.model,
+      deployment: r.deployment,
+      requests: Number(r.requests),
+      failed: Number(r.failed),
+      attempts: Number(r.attempts),
+      retried: Number(r.retried),
+      cost_usd: microsToUsd(BigInt(r.cost_micros)),
+    }));
+  }
+
+  /**
+   * Totals per key, per model, per endpoint (with its statuses and error codes) and per UTC day, and the
+   * latest requests, for one account. Per model: one row per catalog model, one (`model: null`) for
+   * requests without a model, and one (`model: null, unknown: true`) for all ids outside the catalog.
+   */
+  async summary(accountId: string, period: UsagePeriod) {
+    const params = [accountId, period.from, period.to];
+    const totalsSql = totalsColumns('');
+    const [totals, byKey, byModel, byEndpoint, daily, latest] = await Promise.all([
+      this.db.query(`SELECT ${totalsSql} FROM usage_records WHERE ${IN_PERIOD}`, params),
+      this.db.query(
+        `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, ${totalsColumns('u.')}
+           FROM usage_records u JOIN api_keys k ON k.id = u.key_id
+          WHERE u.account_id = $1 AND u.created_at >= $2 AND u.created_at < $3
+          GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at ORDER BY u.key_id`,
+        params,
+      ),
+      // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the table.
+      this.db.query(
+        `SELECT CASE WHEN model = ANY($4::text[]) THEN model END AS model,
+                COALESCE(model <> ALL($4::text[]), false) AS unknown, ${totalsSql}
+           FROM usage_records WHERE ${IN_PERIOD} GROUP BY 1, 2 ORDER BY 2, 1 NULLS LAST`,
+        [...params, this.catalog.all().map((m) => m.id)],
+      ),
+      // Endpoints, statuses and error codes are the gateway's own few values, never a client's: the groups stay few.
+      this.db.query(
+        `SELECT endpoint, status, error_code, COUNT(*) AS requests
+           FROM usage_records WHERE ${IN_PERIOD} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 NULLS FIRST`,
+        params,
+      ),
+      this.db.query(
+        `SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, ${totalsSql}
+           FROM usage_records WHERE ${IN_PERIOD} GROUP BY 1 ORDER BY 1`,
+        params,
+      ),
+      this.latestPage(accountId, period, { limit: LATEST_LIMIT }),
+    ]);
+    return {
+      from: period.from.toISOString(),
+      to: period.to.toISOString(),
+      totals: renderTotals(totals[0]),
+      by_key: byKey.map((r: TotalsRow & { key_id: string; key_name: string | null; display_prefix: string; revoked_at: Date | null }) => ({
+        key_id: r.key_id,
+        key_name: r.key_name,
+        key_prefix: r.display_prefix,
+        revoked_at: r.revoked_at?.toISOString() ?? null,
+        ...renderTotals(r),
+      })),
+      by_model: byModel.map((r: TotalsRow & { model: string | null; unknown: boolean }) => ({
+        model: r.model,
+        unknown: r.unknown,
+        ...renderTotals(r),
+      })),
+      by_endpoint: renderEndpoints(byEndpoint),
+      daily: daily.map((r: TotalsRow & { day: string }) => ({ day: r.day, ...renderTotals(r) })),
+      latest: latest.data,
+      latest_has_more: latest.has_more,
+    };
+  }
+
+  /**
+   * The account's requests of the period, newest first, `limit` at a time. `after` is the request id of
+   * the last row of the previous page; one that is not among this account's requests is refused (400),
+   * so that a stale or foreign cursor never reads as an empty page.
+   */
+  async latestPage(accountId: string, period: UsagePeriod, page: LatestPageQuery) {
+    const params: unknown[] = [accountId, period.from, period.to, page.limit + 1];
+    let beforeCursor = '';
+    if (page.after !== undefined) {
+      const [cursor] = await this.db.query(`SELECT id FROM usage_records WHERE request_id = $1 AND account_id = $2`, [page.after, accountId]);
+      if (!cursor) throw new GatewayError(ErrorCode.InvalidRequest, `after must be the request id of one of this account's requests.`, 'after');
+      params.push(cursor.id);
+      // The plain bound on created_at narrows the index range; the row comparison breaks ties within one instant.
+      beforeCursor = `AND created_at <= (SELECT created_at FROM usage_records WHERE id = $5)
+                      AND (created_at, id) < (SELECT created_at, id FROM usage_records WHERE id = $5)`;
+    }
+    const rows: Record<string, unknown>[] = await this.db.query(
+      `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens,
+              audio_seconds, input_chars, cost_micros, latency_ms, streamed, created_at
+         FROM usage_records WHERE ${IN_PERIOD} ${beforeCursor}
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      params,
+    );
+    return { object: 'list' as const, data: rows.slice(0, page.limit).map(renderRequest), has_more: rows.length > page.limit };
+  }
+}
+
+const SUMMED = ['prompt_tokens', 'completion_tokens', 'audio_seconds', 'input_chars', 'cost_micros'];
+
+function totalsColumns(tableAlias: string): string {
+  return ['COUNT(*) AS requests', ...SUMMED.map((c) => `COALESCE(SUM(${tableAlias}${c}), 0) AS ${c}`)].join(', ');
+}
+
+function renderTotals(r: TotalsRow) {
+  return {
+    requests: Number(r.requests),
+    prompt_tokens: Number(r.prompt_tokens),
+    completion_tokens: Number(r.completion_tokens),
+    audio_seconds: Number(r.audio_seconds),
+    input_chars: Number(r.input_chars),
+    cost_usd: microsToUsd(r.cost_micros),
+  };
+}
+
+interface EndpointUsage {
+  endpoint: string;
+  requests: number;
+  failed: number;
+  statuses: { status: number; error_code: string | null; requests: number }[];
+}
+
+/** Per endpoint: its requests, how many failed (status 400 or more), that share, and each status and code. */
+function renderEndpoints(rows: StatusCountRow[]) {
+  const endpoints = new Map<string, EndpointUsage>();
+  for (const row of rows) {
+    let entry = endpoints.get(row.endpoint);
+    if (!entry) endpoints.set(row.endpoint, (entry = { endpoint: row.endpoint, requests: 0, failed: 0, statuses: [] }));
+    const requests = Number(row.requests);
+    entry.requests += requests;
+    if (row.status >= 400) entry.failed += requests;
+    entry.statuses.push({ status: row.status, error_code: row.error_code, requests });
+  }
+  return [...endpoints.values()].map(({ endpoint, requests, failed, statuses }) => ({
+    endpoint,
+    requests,
+    failed,
+    error_rate: Math.round((failed / requests) * 10_000) / 10_000,
+    statuses,
+  }));
+}
+
+function renderRequest(r: Record<string, unknown>) {
+  return {
+    request_id: r.request_id,
+    key_id: r.key_id,
+    model: r.model,
+    endpoint: r.endpoint,
+    status: r.status,
+    error_code: r.error_code,
+    prompt_tokens: r.prompt_tokens,
+    completion_tokens: r.completion_tokens,
+    audio_seconds: Number(r.audio_seconds),
+    input_chars: r.input_chars,
+    cost_usd: microsToUsd(r.cost_micros as string),
+    latency_ms: r.latency_ms,
+    streamed: r.streamed,
+    created_at: (r.created_at as Date).toISOString(),
+  };
+}

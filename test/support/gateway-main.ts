@@ -1,0 +1,78 @@
+import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { Socket } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '../..');
+export const STARTUP_TIMEOUT_MS = 90_000;
+
+/** The real `src/main.ts` in a child process, as `npm start` runs it, with only the environment given. */
+export class GatewayMain {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly spawnedAt = Date.now();
+  stdout = '';
+  stderr = '';
+  /** Resolves with the exit code once the process has ended. */
+  readonly exited: Promise<number | null>;
+  exitedAt: number | undefined;
+
+  constructor(env: Record<string, string>) {
+    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', ...env },
+    });
+    this.child.stdout.on('data', (d) => (this.stdout += d));
+    this.child.stderr.on('data', (d) => (this.stderr += d));
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code) => {
+        this.exitedAt = Date.now();
+        resolve(code);
+      }),
+    );
+  }
+
+  /** Resolves with the first match of `pattern` in stdout, failing if the process exits first. */
+  async waitFor(pattern: RegExp, timeoutMs = STARTUP_TIMEOUT_MS): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = this.stdout.match(pattern);
+      if (match) return match;
+      if (this.exitedAt !== undefined || Date.now() > deadline) {
+        throw new Error(`no ${pattern} (exit ${this.child.exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** The API's base URL once the gateway listens (the line reads the same in both log formats). */
+  async started(): Promise<string> {
+    const [, base] = await this.waitFor(/Gateway listening on (http:\/\/localhost:\d+\/v1)/);
+    return base;
+  }
+
+  /** stdout's lines, each parsed as JSON (throws on the first line that is not). */
+  jsonLines(): Record<string, unknown>[] {
+    return this.stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        try {
+          return JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          throw new Error(`stdout line is not JSON: ${line}`);
+        }
+      });
+  }
+
+  stop(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+export function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
