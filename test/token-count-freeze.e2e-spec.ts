@@ -1,16 +1,23 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
+import { stringify } from 'yaml';
 import { countPromptTokens, countTextTokens, tokenPrefix } from '../src/providers/token-count';
 import { AdminClient } from './support/admin-client';
 import { costMicros, parseSseData, postChat, readSseData, UsageRow, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { startTestApp, TestApp } from './support/test-app';
+import { GatewayProcess } from './support/fault-gateway';
+import { defaultRawConfig, TEST_ADMIN_TOKEN, testDatabaseUrl } from './support/test-app';
 
 // The gateway counts tokens itself for dev-echo, for an upstream that sends no `usage`, and for a client
 // that leaves a stream early. One long "word" once froze the whole process for seconds (BPE merging is
-// quadratic in a piece's length): these requests run beside a /healthz poller, in the gateway's process.
+// quadratic in a piece's length): these requests run beside a /healthz poller. The gateway runs as a
+// process of its own, as in production: inside jest's module sandbox the tokenizer runs ~1.6x slower,
+// and the whole suite's heap adds its collections, so the bounds would measure the test runner.
 
 const DEV_ECHO = { input: 0.5, output: 1.5 }; // config/gateway.yaml
 const SILENT = { id: 'silent-upstream', input: 0.5, output: 1.5, maxOutput: 2_000_000 };
@@ -36,28 +43,34 @@ const HOSTILE_WORDS: [string, () => string][] = [
 jest.retryTimes(1, { logErrorsBeforeRetry: true });
 
 describe('token counting of hostile text does not freeze the gateway', () => {
-  let gw: TestApp;
+  const dir = mkdtempSync(join(tmpdir(), 'token-count-freeze-'));
+  let gateway: GatewayProcess;
+  let gw: { url: string };
   let silent: SilentUpstream;
   let admin: AdminClient;
   let db: DataSource;
 
   beforeAll(async () => {
     silent = await startSilentUpstream();
-    gw = await startTestApp({
-      config: (raw) => {
-        withFakeProvider(silent.url, [SILENT])(raw);
-        raw.catalog.find((m: { id: string }) => m.id === SILENT.id).upstream_model = SILENT.id;
-      },
-    });
+    const raw = defaultRawConfig();
+    raw.billing = { ...(raw.billing as object), lease_idle_ms: 100 };
+    withFakeProvider(silent.url, [SILENT])(raw);
+    raw.catalog.find((m: { id: string }) => m.id === SILENT.id).upstream_model = SILENT.id;
+    writeFileSync(join(dir, 'gateway.yaml'), stringify(raw));
+    const env = { DATABASE_URL: testDatabaseUrl(), PORT: '0', ADMIN_TOKEN: TEST_ADMIN_TOKEN, GATEWAY_CONFIG: join(dir, 'gateway.yaml'), LOG_LEVEL: 'warn' };
+    gateway = new GatewayProcess({ name: 'gateway', env, logFile: join(dir, 'gateway.log') });
+    gw = { url: await gateway.ready() };
     admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
+    db = await new DataSource({ type: 'postgres', url: testDatabaseUrl() }).initialize();
     // Warm up (first requests compile code paths and open pools): the polls below measure counting only.
     const { key } = await admin.createAccount({ creditsUsd: '1' });
     for (const model of ['dev-echo', SILENT.id]) await (await postChat(gw, key, { model, messages: [{ role: 'user', content: 'warm up' }] })).text();
   });
   afterAll(async () => {
-    await gw?.close();
+    await gateway?.stop();
+    await db?.destroy();
     await silent?.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   describe.each(HOSTILE_WORDS)('a one-word message: %s', (_, oneWord) => {
@@ -164,9 +177,9 @@ interface Polled<T> {
 
 /**
  * Runs `work` while GET /healthz is polled every 20 ms, and reports the slowest answer counted from when the
- * poll was due: a blocked event loop (the gateway's is this process's) also delays the poller's timer.
+ * poll was due: a blocked event loop in the gateway delays its answer.
  */
-async function beside<T>(gw: TestApp, work: () => Promise<T>): Promise<Polled<T>> {
+async function beside<T>(gw: { url: string }, work: () => Promise<T>): Promise<Polled<T>> {
   let done = false;
   const latencies: number[] = [];
   const poller = (async () => {
@@ -176,7 +189,7 @@ async function beside<T>(gw: TestApp, work: () => Promise<T>): Promise<Polled<T>
       await res.text();
       if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
       latencies.push(performance.now() - due);
-      // One more poll after the work: a block at its end delays this timer and the work's answer alike.
+      // One more poll after the work: a block at its end delays that poll and the work's answer alike.
       if (done) return;
       due = performance.now() + POLL_EVERY_MS;
       await new Promise((resolve) => setTimeout(resolve, POLL_EVERY_MS));

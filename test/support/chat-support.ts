@@ -139,7 +139,7 @@ export async function waitForUsageRows(db: DataSource, accountId: string, count:
 }
 
 /** POSTs a raw body to /v1/chat/completions (for what the SDK would refuse to send). */
-export function postChat(gw: TestApp, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+export function postChat(gw: Pick<TestApp, 'url'>, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
