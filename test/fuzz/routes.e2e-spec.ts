@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { PricedModel, useGatewayWithFake, withFakeProvider } from '../support/chat-support';
 import { FAKE_TTS, withFakeAudioProvider } from '../support/audio-support';
+import { FakeReply, FakeUpstream } from '../support/fake-upstream';
 import { Answer, contractViolations, Credentials, expectContract, send } from '../support/fuzz-contract';
 import { describeRequest, FuzzRequest, FuzzTargets, jsonRoutes, queryRoutes } from '../support/fuzz-routes';
 import { TEST_ADMIN_TOKEN } from '../support/test-app';
@@ -9,7 +10,7 @@ import { TEST_ADMIN_TOKEN } from '../support/test-app';
  * Issue 14: every JSON route and every GET route with parameters, fed bodies and query strings generated
  * from the shapes of their DTOs with hostile values mixed in. For every request: no 5xx, the error body
  * with a documented code on 4xx, a valid answer on 2xx, an x-request-id, an answer within 1 s; every
- * request made with an API key has its usage record.
+ * request made with an API key has its usage record, under the route's endpoint and the status answered.
  *
  * The seed is fixed so CI runs the same requests each time. To replay a failure, run this file with the
  * FUZZ_SEED and FUZZ_PATH printed in it (and -t '<route>'); FUZZ_RUNS widens the search, FUZZ_EXPLORE=1
@@ -43,6 +44,30 @@ function isMetered(r: FuzzRequest, answer: Answer): boolean {
   return r.auth === 'apiKey' && answer.requestId !== null && answer.status !== 431;
 }
 
+interface UsageRecord {
+  request_id: string;
+  endpoint: string;
+  status: number;
+  prompt_tokens: number;
+}
+
+/**
+ * What the fake upstream answers: tool calls to a Responses request that offers tools (so that the function_call
+ * output items and their stream events are produced too), text to any other request.
+ */
+function fakeReplyFor(r: FuzzRequest): FakeReply {
+  const reply = FakeUpstream.defaultReply();
+  if (r.route !== 'responses') return reply;
+  let tools: unknown;
+  try {
+    tools = (JSON.parse(r.body ?? '') as { tools?: unknown }).tools;
+  } catch {
+    return reply;
+  }
+  if (!Array.isArray(tools) || tools.length === 0) return reply;
+  return { ...reply, toolCalls: [{ id: 'call_fuzz1', name: 'get_weather', arguments: '{"city":"Paris"}' }, { id: 'call_fuzz2', name: 'lookup', arguments: '{}' }] };
+}
+
 function errorCodeOf(text: string): string {
   try {
     return String((JSON.parse(text) as { error?: { code?: unknown } }).error?.code ?? '');
@@ -71,8 +96,11 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
   });
   const creds = {} as Credentials;
   const targets: FuzzTargets = { chatModels: [MODEL.id, 'dev-echo'], speechModel: FAKE_TTS.id, voices: FAKE_TTS.voices, adminAccountId: '' };
-  /** Request ids of the answers to API-key requests, each of which must have its usage record. */
-  const metered = new Map<string, string>();
+  /** Request ids of the answers to API-key requests, each of which must have its usage record with the route's endpoint. */
+  const metered = new Map<string, { endpoint: string; status: number; request: string }>();
+  const meter = (r: FuzzRequest, answer: Answer) => {
+    if (isMetered(r, answer)) metered.set(answer.requestId!, { endpoint: r.path.split('?')[0], status: answer.status, request: describeRequest(r) });
+  };
   const found: string[] = [];
   /** Answers by route, status and code: shows in exploration how deep the generated requests get. */
   const outcomes = new Map<string, number>();
@@ -97,6 +125,7 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
   });
 
   async function check(r: FuzzRequest): Promise<void> {
+    suite.fake.reply = fakeReplyFor(r);
     let answer: Answer;
     if (EXPLORE) {
       try {
@@ -110,7 +139,7 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
     } else {
       answer = await expectContract(creds, r);
     }
-    if (isMetered(r, answer)) metered.set(answer.requestId!, describeRequest(r));
+    meter(r, answer);
     const outcome = `${r.method} ${r.path.split('?')[0].replace(/accounts\/[^/]+/, 'accounts/:id')} ${answer.status} ${errorCodeOf(answer.text)}`;
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
     if (answer.ms > (slowest.get(r.route)?.ms ?? 0)) slowest.set(r.route, { ms: answer.ms, request: describeRequest(r).slice(0, 200) });
@@ -122,7 +151,7 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
       const answer = await send(creds, r);
       expect({ status: answer.status, problems: contractViolations(r, answer) }).toEqual({ status: expect.any(Number), problems: [] });
       expect(answer.status).toBeGreaterThanOrEqual(400);
-      if (isMetered(r, answer)) metered.set(answer.requestId!, describeRequest(r));
+      meter(r, answer);
     });
   });
 
@@ -141,17 +170,24 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
     }
   });
 
-  it('every request made with an API key has its usage record', async () => {
+  it('every request made with an API key has its usage record, under its endpoint and status', async () => {
     const ids = [...metered.keys()];
     expect(ids.length).toBeGreaterThan(0);
     const deadline = Date.now() + 5000;
     let missing: string[] = ids;
+    let recorded = new Map<string, UsageRecord>();
     while (missing.length > 0 && Date.now() < deadline) {
-      const rows: { request_id: string }[] = await suite.db.query(`SELECT request_id FROM usage_records WHERE request_id = ANY($1)`, [ids]);
-      const recorded = new Set(rows.map((row) => row.request_id));
+      const rows: UsageRecord[] = await suite.db.query(`SELECT request_id, endpoint, status, prompt_tokens FROM usage_records WHERE request_id = ANY($1)`, [ids]);
+      recorded = new Map(rows.map((row) => [row.request_id, row]));
       missing = ids.filter((id) => !recorded.has(id));
       if (missing.length) await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(missing.map((id) => `${id}: ${metered.get(id)}`)).toEqual([]);
+    expect(missing.map((id) => `${id}: ${metered.get(id)!.request}`)).toEqual([]);
+    const misfiled = ids.filter((id) => recorded.get(id)!.endpoint !== metered.get(id)!.endpoint || recorded.get(id)!.status !== metered.get(id)!.status);
+    expect(misfiled.map((id) => `${id} recorded as ${recorded.get(id)!.endpoint} ${recorded.get(id)!.status}: ${metered.get(id)!.request}`)).toEqual([]);
+    // The Responses bodies are generated to get past validation about half the time: those reached the upstream and were charged.
+    const served = ids.filter((id) => metered.get(id)!.endpoint === '/v1/responses' && metered.get(id)!.status === 200);
+    expect(served.length).toBeGreaterThan(RUNS / 5);
+    expect(served.filter((id) => !(recorded.get(id)!.prompt_tokens > 0))).toEqual([]);
   });
 });

@@ -81,6 +81,7 @@ function errorBodyProblems(a: Answer): string[] {
 
 function successProblems(r: FuzzRequest, a: Answer): string[] {
   if (r.path.startsWith('/v1/chat/')) return chatSuccessProblems(a);
+  if (r.path.startsWith('/v1/responses')) return responsesSuccessProblems(a);
   if (r.path.startsWith('/v1/audio/speech')) {
     return a.contentType.startsWith('audio/') && a.text.length > 0 ? [] : [`speech 2xx with content-type ${a.contentType} and ${a.text.length} chars`];
   }
@@ -109,6 +110,46 @@ function chatSuccessProblems(a: Answer): string[] {
   }
   const body = parseJson(a.text);
   return isRecord(body) && body.object === 'chat.completion' && Array.isArray(body.choices) ? [] : [`chat 2xx is not a completion: ${a.text.slice(0, 200)}`];
+}
+
+/** The terminal events of a Responses stream (docs/responses.md, src/responses/response-event-stream.ts). */
+const RESPONSE_ENDS: Record<string, string> = { 'response.completed': 'completed', 'response.incomplete': 'incomplete', 'response.failed': 'failed' };
+
+function responsesSuccessProblems(a: Answer): string[] {
+  if (!a.contentType.startsWith('text/event-stream')) {
+    const body = parseJson(a.text);
+    return responseObjectProblems(body, ['completed', 'incomplete']).map((p) => `responses 2xx: ${p}: ${a.text.slice(0, 200)}`);
+  }
+  const blocks = a.text.split(/\r?\n\r?\n/).filter((block) => block.trim() !== '');
+  const events: Record<string, unknown>[] = [];
+  for (const [i, block] of blocks.entries()) {
+    const lines = block.split(/\r?\n/);
+    const name = lines.find((line) => line.startsWith('event: '))?.slice(7);
+    const data = parseJson(lines.filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n'));
+    if (!isRecord(data) || typeof data.type !== 'string' || typeof data.sequence_number !== 'number') return [`responses event ${i} is not {type, sequence_number, …}: ${block.slice(0, 200)}`];
+    if (data.sequence_number !== i) return [`responses event ${i} has sequence_number ${data.sequence_number}`];
+    if (name !== data.type) return [`responses event ${i} is named ${JSON.stringify(name)}, its type is ${data.type}`];
+    events.push(data);
+  }
+  if (events[0]?.type !== 'response.created') return [`responses stream does not begin with response.created: ${a.text.slice(0, 200)}`];
+  const last = events[events.length - 1];
+  const status = RESPONSE_ENDS[String(last.type)];
+  if (!status) return [`responses stream ends with ${String(last.type)}: ${a.text.slice(-200)}`];
+  if (status === 'failed') {
+    // Only an upstream that failed after the first event ends a stream so; the gateway's code is in the `error` event before it.
+    const code = events[events.length - 2]?.type === 'error' ? String(events[events.length - 2].code) : '';
+    if (!code.startsWith('upstream_')) return [`responses stream failed without an upstream failure (error code ${JSON.stringify(code)}): ${a.text.slice(-300)}`];
+  }
+  return responseObjectProblems(last.response, [status]).map((p) => `responses stream's ${String(last.type)}: ${p}`);
+}
+
+function responseObjectProblems(response: unknown, statuses: string[]): string[] {
+  if (!isRecord(response) || response.object !== 'response') return ['not a Response object'];
+  const problems: string[] = [];
+  if (typeof response.id !== 'string' || !response.id.startsWith('resp_')) problems.push(`id ${JSON.stringify(response.id)} does not start with resp_`);
+  if (!Array.isArray(response.output)) problems.push('output is not an array');
+  if (!statuses.includes(String(response.status))) problems.push(`status ${JSON.stringify(response.status)}`);
+  return problems;
 }
 
 function parseJson(text: string): unknown {

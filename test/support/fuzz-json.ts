@@ -178,3 +178,39 @@ export function extraEntries(duplicable: string[]): fc.Arbitrary<[string, Piece]
   );
   return fc.oneof({ weight: 6, arbitrary: fc.constant<[string, Piece][]>([]) }, { weight: 1, arbitrary: fc.array(entry, { minLength: 1, maxLength: 2 }) });
 }
+
+export const int = (min: number, max: number) => fc.integer({ min, max }).map(valid);
+export const optional = (arb: fc.Arbitrary<Piece>) => fc.oneof(absent, arb);
+export const oneOfValues = (...values: unknown[]) => fc.constantFrom(...values).map(valid);
+
+/** Message text (chat messages, Responses input): short mostly; long single "words" and odd characters (token counting, logs, PostgreSQL). */
+export const messageText = fc.oneof(
+  { weight: 12, arbitrary: fc.string({ maxLength: 40 }).map(valid) },
+  {
+    weight: 1,
+    arbitrary: fc.oneof(
+      fc.constantFrom(
+        { text: JSON.stringify('a'.repeat(20_000)), hostile: ['content: one 20,000-letter word'] },
+        { text: JSON.stringify('😀'.repeat(5_000)), hostile: ['content: 5,000 emoji in a row'] },
+        { text: JSON.stringify('word '.repeat(4_000)), hostile: ['content: 4,000 words'] },
+      ),
+      fc.nat().map((seed) => ({ text: JSON.stringify(randomLetters(seed, 20_000)), hostile: [`content: 20,000 random letters (seed ${seed})`] })),
+    ),
+  },
+  { weight: 1, arbitrary: hostileString() },
+);
+
+export function arrayOf(items: Piece[]): Piece {
+  return { text: `[${items.map((i) => i.text).join(',')}]`, hostile: items.flatMap((item, n) => item.hostile.map((h) => `[${n}] ${h}`)) };
+}
+
+/** Letters from a small deterministic generator (a string of 20,000 fast-check characters would be slow to shrink and print). */
+function randomLetters(seed: number, length: number): string {
+  let state = seed >>> 0 || 1;
+  let text = '';
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    text += String.fromCharCode(97 + (state >>> 24) % 26);
+  }
+  return text;
+}

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { SPEECH_FORMATS } from '../../src/config/gateway-config.schema';
-import { absent, extraEntries, field, FieldArbitrary, hostileBody, hostileNumber, hostileString, hostileStructure, hostileValue, objectOf, Piece, valid } from './fuzz-json';
+import { absent, arrayOf, extraEntries, field, FieldArbitrary, hostileBody, hostileNumber, hostileStructure, hostileValue, int, messageText, objectOf, oneOfValues, optional, Piece, valid } from './fuzz-json';
+import { responsesBody } from './fuzz-responses';
 
 /** One generated request; printed (shortened) as the counterexample when the contract fails. */
 export interface FuzzRequest {
@@ -61,43 +62,7 @@ function jsonRequest(route: string, method: 'POST' | 'PUT', path: fc.Arbitrary<[
     );
 }
 
-const int = (min: number, max: number) => fc.integer({ min, max }).map(valid);
-const optional = (arb: fc.Arbitrary<Piece>) => fc.oneof(absent, arb);
-const oneOfValues = (...values: unknown[]) => fc.constantFrom(...values).map(valid);
-
 // --- chat ---------------------------------------------------------------------------------------
-
-/** Message text: short mostly; long single "words" and odd characters (token counting, logs, PostgreSQL). */
-const messageText = fc.oneof(
-  { weight: 12, arbitrary: fc.string({ maxLength: 40 }).map(valid) },
-  {
-    weight: 1,
-    arbitrary: fc.oneof(
-      fc.constantFrom(
-        { text: JSON.stringify('a'.repeat(20_000)), hostile: ['content: one 20,000-letter word'] },
-        { text: JSON.stringify('😀'.repeat(5_000)), hostile: ['content: 5,000 emoji in a row'] },
-        { text: JSON.stringify('word '.repeat(4_000)), hostile: ['content: 4,000 words'] },
-      ),
-      fc.nat().map((seed) => ({ text: JSON.stringify(randomLetters(seed, 20_000)), hostile: [`content: 20,000 random letters (seed ${seed})`] })),
-    ),
-  },
-  { weight: 1, arbitrary: hostileString() },
-);
-
-function arrayOf(items: Piece[]): Piece {
-  return { text: `[${items.map((i) => i.text).join(',')}]`, hostile: items.flatMap((item, n) => item.hostile.map((h) => `[${n}] ${h}`)) };
-}
-
-/** Letters from a small deterministic generator (a string of 20,000 fast-check characters would be slow to shrink and print). */
-function randomLetters(seed: number, length: number): string {
-  let state = seed >>> 0 || 1;
-  let text = '';
-  for (let i = 0; i < length; i++) {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    text += String.fromCharCode(97 + (state >>> 24) % 26);
-  }
-  return text;
-}
 
 const message = objectOf({
   role: field(oneOfValues('user', 'system', 'assistant'), hostileValue(), 20),
@@ -278,6 +243,8 @@ export function jsonRoutes(targets: FuzzTargets): Record<string, fc.Arbitrary<Fu
         extraEntries(['status', 'ends_at']),
       ),
     ),
+    // Last, so that the routes before it keep the seeds they had (each route's seed is the run's seed plus its index).
+    'POST /v1/responses': jsonRequest('responses', 'POST', fixed('/v1/responses'), 'apiKey', responsesBody(targets)),
   };
 }
 
