@@ -34,6 +34,7 @@ const INVALID: [string, string, Record<string, unknown>, string][] = [
   ['a speech model', 'model_not_hosted', { model: 'local-tts' }, 'model'],
   ['no input', 'invalid_request_error', { input: undefined }, 'input'],
   ['an empty input list', 'invalid_request_error', { input: [] }, 'input'],
+  ['reasoning items only', 'invalid_request_error', { input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] }, 'input'],
   ['a bad role', 'invalid_request_error', { input: [{ role: 'robot', content: 'x' }] }, 'input[0].role'],
   ['a function_call without call_id', 'invalid_request_error', { input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0].call_id'],
   ['temperature 3', 'invalid_request_error', { temperature: 3 }, 'temperature'],

@@ -29,6 +29,8 @@ export function chatMessages(instructions: string | null | undefined, input: unk
   if (input === undefined || input === null) throw invalidField('input', 'input is required: a string, or a non-empty array of input items.');
   if (!Array.isArray(input) || input.length === 0) throw invalidField('input', 'input must be a string or a non-empty array of input items.');
   input.forEach((item, i) => appendItem(messages, item, `input[${i}]`));
+  // Reasoning items alone leave nothing to send: chat completions need at least one message.
+  if (messages.length === 0) throw invalidField('input', 'input must hold at least one message or function call item.');
   return messages;
 }
 
