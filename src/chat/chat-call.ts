@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { ErrorCode } from '../errors';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest } from './chat-request.pipe';
 import { ChatCall } from './chat.service';
@@ -10,3 +11,10 @@ export function chatCall(endpoint: string, req: GatewayRequest, res: Response, m
   meter.describe({ model: chat.model.id, streamed: chat.stream });
   return { endpoint, requestId: req.id, accountId: req.auth!.accountId, chat, meter, signal: abortOnClientClose(res) };
 }
+
+/** The error codes of a route served by ChatService (its own codes come after the API key's shared ones). */
+export const CHAT_ERRORS: ErrorCode[] = [
+  ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted,
+  ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached, ErrorCode.NotFound,
+  ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError, ErrorCode.UpstreamUnavailable,
+];

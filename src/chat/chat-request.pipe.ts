@@ -1,9 +1,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validateSync, ValidationError } from 'class-validator';
 import { ErrorCode, GatewayError } from '../errors';
 import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
-import { constraintMessage } from '../common/validation/constraint-message';
+import { validatedDto } from '../common/validation/validated-dto';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
@@ -30,12 +28,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
   transform(body: unknown): ChatRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     checkMessages(fields.messages);
-    const dto = plainToInstance(ChatCompletionRequestDto, validatedPart(fields));
-    const [problem] = validateSync(dto, { forbidUnknownValues: false });
-    if (problem) {
-      const { path, message } = firstConstraint(problem);
-      throw new GatewayError(ErrorCode.InvalidRequest, `Invalid ${path}: ${message}.`, path);
-    }
+    const dto = validatedDto(ChatCompletionRequestDto, validatedPart(fields));
     return {
       model,
       body: fields as ChatRequestBody,
@@ -81,10 +74,4 @@ function validatedPart(fields: Record<string, unknown>): Record<string, unknown>
   const part = scalarFields(fields, VALIDATED_CHAT_FIELDS);
   if (isJsonObject(fields.stream_options)) part.stream_options = scalarFields(fields.stream_options, ['include_usage']);
   return part;
-}
-
-function firstConstraint(error: ValidationError, parent = ''): { path: string; message: string } {
-  const path = parent ? `${parent}${/^\d+$/.test(error.property) ? `[${error.property}]` : `.${error.property}`}` : error.property;
-  if (error.constraints) return { path, message: constraintMessage(error.constraints) };
-  return error.children?.length ? firstConstraint(error.children[0], path) : { path, message: 'invalid value' };
 }

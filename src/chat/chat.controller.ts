@@ -3,14 +3,13 @@ import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { ErrorCode } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { chatCompletionBody } from './dto/chat-completion.schema';
 import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest, ChatRequestPipe } from './chat-request.pipe';
 import { ChatCompletionSse } from './chat-stream-sink';
-import { chatCall } from './chat-call';
+import { CHAT_ERRORS, chatCall } from './chat-call';
 import { ChatService } from './chat.service';
 import { SseWriter } from './sse';
 
@@ -24,12 +23,7 @@ export class ChatController {
     tag: 'v1',
     summary: 'Chat completion, optionally streamed as SSE; billed per token from prepaid credits',
     auth: 'api_key',
-    errors: [
-      ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted,
-      ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached, ErrorCode.NotFound,
-      ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError,
-      ErrorCode.UpstreamUnavailable,
-    ],
+    errors: CHAT_ERRORS,
     body: { contentType: 'application/json', schema: chatCompletionBody },
     success: {
       status: 200,

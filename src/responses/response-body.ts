@@ -80,13 +80,12 @@ export function responseFromCompletion(base: ResponseBase, completion: Record<st
     | undefined;
   const message = choice?.message ?? {};
   const { status, incompleteReason } = statusOf(choice?.finish_reason);
-  const itemStatus = status === 'completed' ? 'completed' : 'incomplete';
   const content: Record<string, unknown>[] = [];
   if (typeof message.content === 'string' && message.content !== '') content.push(outputTextPart(message.content));
   if (typeof message.refusal === 'string' && message.refusal !== '') content.push({ type: 'refusal', refusal: message.refusal });
   const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as ChatToolCall[]) : [];
   const output: OutputItem[] = [];
-  if (content.length > 0 || calls.length === 0) output.push(messageItem(newId('msg'), itemStatus, content.length ? content : [outputTextPart('')]));
+  if (content.length > 0 || calls.length === 0) output.push(messageItem(newId('msg'), status, content.length ? content : [outputTextPart('')]));
   for (const call of calls) {
     output.push(
       functionCallItem(newId('fc'), 'completed', {

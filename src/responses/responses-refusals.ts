@@ -1,6 +1,7 @@
 import { ErrorCode, GatewayError } from '../errors';
 import { storableText } from '../common/storable-text';
 import { quotedClientText } from '../models/requested-model';
+import { VALIDATED_RESPONSES_FIELDS } from './dto/responses-request.dto';
 
 /** A 400 naming the field at fault. */
 export function invalidField(param: string, message: string): GatewayError {
@@ -33,11 +34,8 @@ const IGNORED = [
   'max_tool_calls', 'top_logprobs', 'moderation', 'stream_options',
 ];
 
-/** Parameters translated into the chat completion. */
-const TRANSLATED = [
-  'model', 'input', 'instructions', 'stream', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice',
-  'parallel_tool_calls', 'text', 'metadata', 'user', 'reasoning',
-];
+/** Parameters translated into the chat completion: the DTO's scalars, and what is translated item by item. */
+const TRANSLATED = [...VALIDATED_RESPONSES_FIELDS, 'input', 'tools', 'tool_choice'];
 
 const KNOWN = new Set([...TRANSLATED, ...IGNORED, ...Object.keys(REFUSED)]);
 

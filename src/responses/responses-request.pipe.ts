@@ -1,9 +1,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validateSync, ValidationError } from 'class-validator';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
-import { constraintMessage } from '../common/validation/constraint-message';
+import { validatedDto } from '../common/validation/validated-dto';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { ResponsesRequestDto, VALIDATED_RESPONSES_FIELDS } from './dto/responses-request.dto';
@@ -47,7 +45,8 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
   transform(body: unknown): ResponsesRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
-    const dto = validated(fields);
+    // The scalar fields checked by the DTO (nested values emptied: see ChatRequestPipe's validatedPart).
+    const dto = validatedDto(ResponsesRequestDto, scalarFields(fields, VALIDATED_RESPONSES_FIELDS));
     checkMetadata(dto.metadata ? (fields.metadata as Record<string, unknown>) : null);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(dto.instructions, fields.input) };
     const tools = chatTools(fields.tools);
@@ -83,18 +82,6 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
       },
     };
   }
-}
-
-/** The scalar fields checked by the DTO (nested values emptied: see ChatRequestPipe's validatedPart). */
-function validated(fields: Record<string, unknown>): ResponsesRequestDto {
-  const dto = plainToInstance(ResponsesRequestDto, scalarFields(fields, VALIDATED_RESPONSES_FIELDS));
-  const [problem] = validateSync(dto, { forbidUnknownValues: false });
-  if (problem) throw invalidField(problem.property, `${constraintMessage(firstConstraints(problem))}.`);
-  return dto;
-}
-
-function firstConstraints(error: ValidationError): Record<string, string> | undefined {
-  return error.constraints ?? (error.children?.length ? firstConstraints(error.children[0]) : undefined);
 }
 
 function checkMetadata(metadata: Record<string, unknown> | null): void {

@@ -1,7 +1,7 @@
 import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
-import { chatCall } from '../chat/chat-call';
+import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
@@ -26,12 +26,7 @@ export class ResponsesController {
     tag: 'v1',
     summary: "OpenAI's Responses API (stateless) for chat models, optionally streamed as SSE events; billed as chat",
     auth: 'api_key',
-    errors: [
-      ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.UnsupportedParameter, ErrorCode.MissingModel, ErrorCode.UnknownModel,
-      ErrorCode.ModelNotHosted, ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached,
-      ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError,
-      ErrorCode.UpstreamUnavailable,
-    ],
+    errors: [...CHAT_ERRORS, ErrorCode.UnsupportedParameter],
     body: { contentType: 'application/json', schema: createResponseBody },
     success: {
       status: 200,

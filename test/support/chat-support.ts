@@ -140,7 +140,12 @@ export async function waitForUsageRows(db: DataSource, accountId: string, count:
 
 /** POSTs a raw body to /v1/chat/completions (for what the SDK would refuse to send). */
 export function postChat(gw: Pick<TestApp, 'url'>, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${gw.url}/v1/chat/completions`, {
+  return postJson(gw, key, '/v1/chat/completions', body, init);
+}
+
+/** POSTs `body` (JSON, or a string sent as it is) with the key to `path`. */
+export function postJson(gw: Pick<TestApp, 'url'>, key: string, path: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${gw.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: typeof body === 'string' ? body : JSON.stringify(body),

@@ -1,14 +1,10 @@
+import { postJson } from './chat-support';
 import { expectValidAgainst } from './openapi';
 import { TestApp } from './test-app';
 
 /** POSTs a raw body to /v1/responses (for what the SDK would refuse to send, and to read the SSE as sent). */
 export function postResponses(gw: TestApp, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${gw.url}/v1/responses`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    ...init,
-  });
+  return postJson(gw, key, '/v1/responses', body, init);
 }
 
 export interface NamedEvent {

@@ -18,8 +18,8 @@ export const MAX_TOKENS_LIMIT = 2_147_483_647;
 export const MAX_CHOICES = 128;
 
 /** OpenAI's `null` means "the default", as if the field were absent. */
-const present = (_: object, value: unknown) => value !== undefined && value !== null;
-const FINITE = { allowNaN: false, allowInfinity: false };
+export const present = (_: object, value: unknown) => value !== undefined && value !== null;
+export const FINITE = { allowNaN: false, allowInfinity: false };
 
 export class StreamOptionsDto {
   @IsOptional() @IsBoolean() include_usage?: boolean;

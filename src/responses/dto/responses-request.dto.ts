@@ -1,9 +1,5 @@
 import { IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
-import { MAX_TOKENS_LIMIT } from '../../chat/dto/chat-completion-request.dto';
-
-/** OpenAI's `null` means "the default", as if the field were absent. */
-const present = (_: object, value: unknown) => value !== undefined && value !== null;
-const FINITE = { allowNaN: false, allowInfinity: false };
+import { FINITE, MAX_TOKENS_LIMIT, present } from '../../chat/dto/chat-completion-request.dto';
 
 /**
  * The scalar fields of a Responses request, with OpenAI's documented ranges (the same as chat's for the
