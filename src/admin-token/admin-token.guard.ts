@@ -1,5 +1,5 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import { ErrorCode, GatewayError } from '../errors';
 import { AdminTokenThrottle } from './admin-token-throttle';
 import { AdminTokenService } from './admin-token.service';
@@ -19,18 +19,19 @@ export class AdminTokenGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const http = context.switchToHttp();
-    const req = http.getRequest<Request>();
+    const req = context.switchToHttp().getRequest<Request>();
     const match = BEARER.exec(req.headers.authorization ?? '');
     if (match && this.tokens.matches(match[1])) return true;
     // Only a presented token is a guess: a request without one (a dashboard not signed in yet) is not counted.
     if (match) {
       const retryAfter = this.throttle.retryAfterSeconds(req.ip);
       if (retryAfter !== null) {
-        http.getResponse<Response>().setHeader('Retry-After', String(retryAfter));
         throw new GatewayError(
           ErrorCode.RateLimitExceeded,
           'Too many wrong admin tokens from this address; retry after the Retry-After delay.',
+          null,
+          undefined,
+          retryAfter,
         );
       }
       this.throttle.recordFailure(req.ip);

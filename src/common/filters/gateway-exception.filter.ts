@@ -33,7 +33,7 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (!req.complete) refuseUnreadBody(req, res);
     // A short outage: clients that honour Retry-After come back when the database may be back.
     if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
-    // Every upstream of the model is out: when the first one lets a probe through (src/routing/).
+    // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
     else if (error.retryAfterS !== null) res.setHeader('Retry-After', String(error.retryAfterS));
     res.status(error.status).json(error.toBody());
   }
