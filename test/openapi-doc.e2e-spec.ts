@@ -6,6 +6,7 @@ import { DECORATORS } from '@nestjs/swagger';
 import { parse } from 'yaml';
 import { describeErrorCode, ErrorCode } from '../src/errors';
 import { API_ROUTE } from '../src/openapi/api-route.decorator';
+import { AdminClient } from './support/admin-client';
 import { startTestApp, TestApp } from './support/test-app';
 
 /** Routes of DESIGN.md that must be documented whatever else is registered. */
@@ -153,6 +154,19 @@ describe('OpenAPI document at /docs', () => {
     expect(body('POST /admin/v1/accounts/{id}/credits').required).toEqual(['amount_usd']);
     expect(op('GET /v1/usage').parameters.map((p: any) => p.name)).toEqual(['from', 'to']);
     expect(doc.components.schemas.ErrorResponse.properties.error.properties.code.enum).toEqual(Object.values(ErrorCode));
+  });
+
+  it('documents every field of the usage answers (their schemas allow no other)', async () => {
+    const admin = new AdminClient(gw.url);
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    const documented = (route: string) => {
+      const [method, path] = route.split(' ');
+      return Object.keys(resolved.paths[path][method.toLowerCase()].responses['200'].content['application/json'].schema.properties).sort();
+    };
+    const own = await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json();
+    expect(Object.keys(own).sort()).toEqual(documented('GET /v1/usage'));
+    const byAdmin = await admin.usage(accountId);
+    expect(Object.keys(byAdmin).sort()).toEqual(documented('GET /admin/v1/accounts/{id}/usage'));
   });
 
   it('serves Swagger UI from the gateway itself, without a CDN and without a key', async () => {

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGu
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode } from '../errors';
 import { ApiRoute, ApiRouteOptions } from '../openapi/api-route.decorator';
-import { account, createdKey, jsonAnswer, usageSummary } from '../openapi/response-schemas';
+import { account, adminUsageSummary, createdKey, jsonAnswer } from '../openapi/response-schemas';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { parseIsoDate } from '../common/iso-date';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
@@ -77,7 +77,7 @@ export class AdminController {
   }
 
   @Get('accounts/:id/usage')
-  @AdminRoute('Usage of an account per key, per model and per day, and its latest requests', [ErrorCode.InvalidRequest, ErrorCode.NotFound], jsonAnswer(200, 'Usage summary', usageSummary))
+  @AdminRoute('Usage of an account per key, per model and per day, and its latest requests', [ErrorCode.InvalidRequest, ErrorCode.NotFound], jsonAnswer(200, 'Usage summary', adminUsageSummary))
   usage(@Param('id', UuidOrNotFoundPipe) id: string, @Query() query: UsageQueryDto) {
     return this.admin.usage(id, usagePeriod(query.from, query.to));
   }

@@ -24,6 +24,9 @@ const usageSummaryProperties: Record<string, SchemaObject> = {
 
 export const usageSummary = object({ account_id: string, ...usageSummaryProperties });
 
+/** The admin's view adds the deployments (src/routing/) that served the account's requests. */
+export const adminUsageSummary = object({ account_id: string, ...usageSummaryProperties, by_deployment: { type: 'array', items: { type: 'object' } } });
+
 export const account = object({
   id: string,
   name: string,
