@@ -163,9 +163,9 @@ describe('OpenAPI document at /docs', () => {
       const [method, path] = route.split(' ');
       return Object.keys(resolved.paths[path][method.toLowerCase()].responses['200'].content['application/json'].schema.properties).sort();
     };
-    const own = await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json();
+    const own = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record<string, unknown>;
     expect(Object.keys(own).sort()).toEqual(documented('GET /v1/usage'));
-    const byAdmin = await admin.usage(accountId);
+    const byAdmin = (await admin.usage(accountId)) as Record<string, unknown>;
     expect(Object.keys(byAdmin).sort()).toEqual(documented('GET /admin/v1/accounts/{id}/usage'));
   });
 
