@@ -5,9 +5,9 @@ import type { Logger } from 'pino';
 import { DemoSeedService } from './admin/demo-seed.service';
 import { AdminTokenService } from './admin-token/admin-token.service';
 import { createGatewayApp } from './app.factory';
-import { resolveLogFormat, stdoutDestination } from './common/logging/log-output';
+import { resolveLogFormat } from './common/logging/log-output';
 import { PinoNestLogger } from './common/logging/pino-nest.logger';
-import { createRootLogger } from './common/logging/root-logger';
+import { rootLoggerFor } from './common/logging/root-logger';
 import { Env, readEmbeddedPgEnv, readEnv } from './config/env';
 import { loadGatewayConfig } from './config/gateway-config.loader';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
@@ -18,7 +18,7 @@ import { describeStartupFailure, StartupError } from './startup/startup-error';
 async function bootstrap(): Promise<void> {
   const env = readEnv();
   const format = resolveLogFormat(env.logFormat);
-  const root = createRootLogger(env.logLevel, stdoutDestination(format));
+  const root = rootLoggerFor(env);
   // Nest logs through pino from the first line on, a failed initialisation included.
   NestLogger.overrideLogger(new PinoNestLogger(root));
   const logger = root.child({ context: 'Gateway' });

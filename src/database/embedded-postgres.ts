@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { StartupError } from '../startup/startup-error';
-import { checkDataDirectory, DEFAULT_EMBEDDED_PG_PORT, explainStartFailure } from './embedded-postgres-failure';
+import { DEFAULT_EMBEDDED_PG_PORT } from '../config/env';
+import { checkDataDirectory, explainStartFailure } from './embedded-postgres-failure';
 
 export interface EmbeddedDatabase {
   url: string;
