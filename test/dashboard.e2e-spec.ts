@@ -1,13 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { toFile } from 'openai';
-import { Browser, chromium, Page } from 'playwright-core';
+import { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { postChat, sdk, usd, waitForUsageRows } from './support/chat-support';
+import { launchChromium, screenshot } from './support/dashboard-browser';
 import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
-
-const OUTPUT_DIR = join(__dirname, '..', 'test-output');
 
 interface Figures {
   requests: number;
@@ -85,10 +82,7 @@ describe('usage dashboard at /dashboard (browser)', () => {
     gw = await startTestApp();
     admin = new AdminClient(gw.url);
     db = gw.app.get(DataSource);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -182,8 +176,7 @@ describe('usage dashboard at /dashboard (browser)', () => {
     expect(await context.cookies()).toEqual([]);
     expect(failedRequests).toEqual([]);
 
-    mkdirSync(OUTPUT_DIR, { recursive: true });
-    await page.screenshot({ path: join(OUTPUT_DIR, 'dashboard.png'), fullPage: true });
+    await screenshot(page, 'dashboard.png');
 
     await page.click('#sign-out');
     await page.waitForSelector('#sign-in:not([hidden])');

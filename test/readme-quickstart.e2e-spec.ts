@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './support/free-port';
-import { GatewayProcess } from './support/gateway-process';
+import { GatewayMain } from './support/gateway-main';
 
 const ROOT = join(__dirname, '..');
 /** `npm start` builds first (nest build), then starts the embedded PostgreSQL and migrates. */
@@ -39,7 +39,7 @@ describe("README's quick start, run as a new user would", () => {
     // Inside the repository, so that the snippet's `import 'openai'` finds node_modules as in a user's project.
     mkdirSync(join(ROOT, '.data'), { recursive: true });
     const project = mkdtempSync(join(ROOT, '.data', 'readme-quickstart-'));
-    let gateway: GatewayProcess | undefined;
+    let gateway: GatewayMain | undefined;
 
     afterAll(async () => {
       gateway?.signal('SIGTERM');
@@ -51,8 +51,8 @@ describe("README's quick start, run as a new user would", () => {
     it('runs the README blocks unchanged (but for the port) and prints what the README says', async () => {
       const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0' };
       const pg = { EMBEDDED_PG_DIR: join(dir, 'pg'), EMBEDDED_PG_PORT: String(await freePort()) };
-      gateway = new GatewayProcess('npm', ['start'], { cwd: ROOT, env: { ...env, ...pg } });
-      const [, base] = await gateway.waitFor(/Gateway listening on (http:\/\/localhost:\d+\/v1)/, START_TIMEOUT_MS);
+      gateway = new GatewayMain({ ...env, ...pg }, { command: ['npm', ['start']], processGroup: true });
+      const base = await gateway.started(START_TIMEOUT_MS);
       const [, key] = await gateway.waitFor(/Demo API key \(shown once, keep it\): (gwk_[0-9A-Za-z]{49})/, 10_000);
 
       // README's gateway listens on 8080; this one on a free port.

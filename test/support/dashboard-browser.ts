@@ -4,7 +4,7 @@ import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
 import { TEST_ADMIN_TOKEN } from './test-app';
 
 /** Screenshots and other artefacts of the browser tests (git-ignored; made by the tests). */
-export const TEST_OUTPUT_DIR = join(__dirname, '..', '..', 'test-output');
+const TEST_OUTPUT_DIR = join(__dirname, '..', '..', 'test-output');
 
 /** Debian's chromium, headless, as CI installs it (.ci/run). */
 export function launchChromium(): Promise<Browser> {

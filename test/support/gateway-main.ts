@@ -3,7 +3,15 @@ import { Socket } from 'node:net';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '../..');
-export const STARTUP_TIMEOUT_MS = 90_000;
+const STARTUP_TIMEOUT_MS = 90_000;
+const MAIN_TS: [string, string[]] = [process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts']];
+
+export interface GatewayMainOptions {
+  /** What to run in the project's folder; `src/main.ts` through ts-node by default (e.g. `npm start`). */
+  command?: [string, string[]];
+  /** In a process group of its own, so that `signal` reaches npm, its shell and node alike. */
+  processGroup?: boolean;
+}
 
 /** The real `src/main.ts` in a child process, as `npm start` runs it, with only the environment given. */
 export class GatewayMain {
@@ -15,10 +23,12 @@ export class GatewayMain {
   readonly exited: Promise<number | null>;
   exitedAt: number | undefined;
 
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+  constructor(env: Record<string, string>, private readonly options: GatewayMainOptions = {}) {
+    const [command, args] = options.command ?? MAIN_TS;
+    this.child = spawn(command, args, {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', ...env },
+      detached: options.processGroup === true,
     });
     this.child.stdout.on('data', (d) => (this.stdout += d));
     this.child.stderr.on('data', (d) => (this.stderr += d));
@@ -44,8 +54,8 @@ export class GatewayMain {
   }
 
   /** The API's base URL once the gateway listens (the line reads the same in both log formats). */
-  async started(): Promise<string> {
-    const [, base] = await this.waitFor(/Gateway listening on (http:\/\/localhost:\d+\/v1)/);
+  async started(timeoutMs = STARTUP_TIMEOUT_MS): Promise<string> {
+    const [, base] = await this.waitFor(/Gateway listening on (http:\/\/localhost:\d+\/v1)/, timeoutMs);
     return base;
   }
 
@@ -61,6 +71,13 @@ export class GatewayMain {
           throw new Error(`stdout line is not JSON: ${line}`);
         }
       });
+  }
+
+  /** Signals the gateway (its whole process group, when it has one of its own); SIGTERM lets it stop its embedded PostgreSQL. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.child.exitCode !== null || this.child.signalCode !== null || !this.child.pid) return;
+    if (this.options.processGroup) process.kill(-this.child.pid, signal);
+    else this.child.kill(signal);
   }
 
   stop(): void {
