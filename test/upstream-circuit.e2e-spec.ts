@@ -98,9 +98,9 @@ describe('circuit breaking per deployment', () => {
 
   it('GET /admin/v1/upstreams lists every deployment with its circuit, in-flight count, error rate and latency', async () => {
     const { gw } = suite;
-    const res = await fetch(`${gw.url}/admin/v1/upstreams`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    const res = await suite.admin.request<{ data: any[] }>('GET', '/upstreams');
     expect(res.status).toBe(200);
-    const { data } = (await res.json()) as { data: any[] };
+    const { data } = res.body;
     expect(data).toEqual(expect.arrayContaining([
       expect.objectContaining({ model: 'fragile', deployment: 'a/fr-a', state: 'open', in_flight: 0, error_rate: 1, latency_ms: expect.any(Number) }),
       expect.objectContaining({ model: 'breaker', deployment: 'a/br-a', state: 'closed', priority: 0, weight: 1 }),

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './admin-client';
-import { PricedModel } from './chat-support';
+import { PricedModel, withFakeProvider } from './chat-support';
 import { FakeUpstream, startFakeUpstream, unusedPortUrl } from './fake-upstream';
 import { RawConfig, startTestApp, TestApp } from './test-app';
 
@@ -27,7 +27,7 @@ export interface RoutingSuite {
   db: DataSource;
 }
 
-export const REQUEST_MS = 800;
+const REQUEST_MS = 800;
 
 /** Providers `a` and `b` (two fake upstreams) and `refused` (nothing listens), serving `models` through deployments. */
 export function useRoutingGateway(models: RoutedModel[], extra: (raw: RawConfig) => void = () => undefined): RoutingSuite {
@@ -38,8 +38,9 @@ export function useRoutingGateway(models: RoutedModel[], extra: (raw: RawConfig)
     const refused = await unusedPortUrl();
     suite.gw = await startTestApp({
       config: (raw) => {
-        const provider = (base_url: string) => ({ type: 'openai-compatible', base_url, timeouts: { connect_ms: 500, request_ms: REQUEST_MS } });
-        Object.assign(raw.providers, { a: provider(suite.a.url), b: provider(suite.b.url), refused: provider(refused) });
+        for (const [name, url] of [['a', suite.a.url], ['b', suite.b.url], ['refused', refused]]) {
+          withFakeProvider(url, [], { name, connectMs: 500, requestMs: REQUEST_MS })(raw);
+        }
         for (const m of models) {
           raw.catalog.push({
             id: m.id,
@@ -53,7 +54,6 @@ export function useRoutingGateway(models: RoutedModel[], extra: (raw: RawConfig)
             max_output_tokens: m.maxOutput,
           });
         }
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
         extra(raw);
       },
     });

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
+import { storableText } from '../../common/storable-text';
 import { CatalogEntry, SPEECH_CONTENT_TYPES, SpeechFormat } from '../../config/gateway-config.schema';
 import { UpstreamFailure } from '../upstream-failure';
 import { SpeechAudio, SpeechInput } from '../upstream-provider';
@@ -26,7 +27,7 @@ export async function synthesizeSpeech(model: CatalogEntry, input: SpeechInput, 
   const encoderArgs = ENCODER_ARGS[input.response_format];
   if (!encoderArgs) throw new UpstreamFailure('rejected', `Unsupported response_format ${input.response_format}.`, 400);
   // The voice is an argument of espeak-ng: only the catalog's own voices (aliases already resolved) reach it.
-  if (!model.voices?.includes(input.voice)) throw new UpstreamFailure('rejected', `${model.id} has no voice ${JSON.stringify(input.voice.slice(0, 64))}.`, 400);
+  if (!model.voices?.includes(input.voice)) throw new UpstreamFailure('rejected', `${model.id} has no voice ${JSON.stringify(storableText(input.voice, 64))}.`, 400);
   const wordsPerMinute = String(Math.round(BASE_WORDS_PER_MINUTE * input.speed));
   const speaker = startEngine('espeak-ng', ['-v', input.voice, '-s', wordsPerMinute, '--stdout'], { signal, timeoutMs, stdin: input.input });
   const encoder = startEngine('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', ...encoderArgs, 'pipe:1'], { signal, timeoutMs });
