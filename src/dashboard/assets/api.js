@@ -3,7 +3,7 @@ const TOKEN_KEY = 'gateway.adminToken';
 
 let token = sessionStorage.getItem(TOKEN_KEY);
 
-export class ApiError extends Error {
+class ApiError extends Error {
   constructor(status, body) {
     super((body && body.error && body.error.message) || `HTTP ${status}`);
     this.status = status;

@@ -8,7 +8,7 @@ const MICRO_USD = 0.000001;
  * The smallest "nice" step (1, 2, 2.5 or 5 times a power of ten) with `DIVISIONS` steps reaching `max`.
  * Whole steps only for counts; never below a micro-dollar for costs (the smallest amount charged).
  */
-export function niceStep(max, { whole, smallest }) {
+function niceStep(max, { whole, smallest }) {
   const raw = Math.max(max / DIVISIONS, smallest);
   const power = 10 ** Math.floor(Math.log10(raw));
   for (const factor of [1, 2, 2.5, 5, 10]) {

@@ -4,7 +4,7 @@ import { chart } from './chart.js';
 import { $ } from './dom.js';
 import { renderLatest } from './latest.js';
 import { renderAccount, renderByEndpoint, renderByKey, renderByModel, renderTotals } from './tables.js';
-import { loadUpstreams, renderByDeployment } from './upstreams.js';
+import { renderByDeployment, renderUpstreams } from './upstreams.js';
 
 let loadSeq = 0;
 
@@ -107,7 +107,11 @@ async function loadReport() {
   try {
     const id = encodeURIComponent(accountId);
     const period = query({ from: range.from, to: range.to });
-    const [account, usage] = await Promise.all([api(`/admin/v1/accounts/${id}`), api(`/admin/v1/accounts/${id}/usage?${period}`)]);
+    const [account, usage, upstreams] = await Promise.all([
+      api(`/admin/v1/accounts/${id}`),
+      api(`/admin/v1/accounts/${id}/usage?${period}`),
+      api('/admin/v1/upstreams'),
+    ]);
     if (seq !== loadSeq) return;
     renderAccount(account);
     $('period').textContent = month;
@@ -117,7 +121,7 @@ async function loadReport() {
     renderByKey(usage.by_key);
     renderByModel(usage.by_model);
     renderByDeployment(usage.by_deployment);
-    await loadUpstreams();
+    renderUpstreams(upstreams);
     renderLatest(usage, { accountId, from: range.from, to: range.to, onError: handleError });
     setStatus(`Updated ${new Date().toISOString().slice(11, 19)} UTC`);
     $('report').hidden = false;

@@ -45,11 +45,16 @@ export function tableRow(item, cells, data, rowClass) {
   return tr;
 }
 
+/** The one row of a table with nothing to show. */
+export function emptyRow(table) {
+  const td = element('td', { colSpan: table.tHead.rows[0].cells.length, className: 'empty', textContent: 'No requests in this month.' });
+  return element('tr', {}, [td]);
+}
+
 export function fillTable(table, items, cells, data, rowClass) {
   const body = table.tBodies[0];
   if (items.length === 0) {
-    const td = element('td', { colSpan: table.tHead.rows[0].cells.length, className: 'empty', textContent: 'No requests in this month.' });
-    body.replaceChildren(element('tr', {}, [td]));
+    body.replaceChildren(emptyRow(table));
     return;
   }
   body.replaceChildren(...items.map((item) => tableRow(item, cells, data, rowClass)));

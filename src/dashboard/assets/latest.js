@@ -1,7 +1,7 @@
 // "Latest requests": newest first, a page at a time. Each row carries its request id (the x-request-id
 // the client got and the id in the gateway's log line) with a button that copies it.
 import { api, query } from './api.js';
-import { $, element, integer, seconds, tableRow, utcTime } from './dom.js';
+import { $, element, emptyRow, integer, seconds, tableRow, utcTime } from './dom.js';
 import { revokedMark } from './tables.js';
 
 const COPIED_MS = 1500;
@@ -34,10 +34,7 @@ async function loadMore() {
 
 function appendRows(rows, hasMore) {
   const body = $('latest').tBodies[0];
-  if (rows.length === 0 && body.rows.length === 0) {
-    const td = element('td', { colSpan: $('latest').tHead.rows[0].cells.length, className: 'empty', textContent: 'No requests in this month.' });
-    body.append(element('tr', {}, [td]));
-  }
+  if (rows.length === 0 && body.rows.length === 0) body.append(emptyRow($('latest')));
   body.append(...rows.map((r) => tableRow(r, cells, (row) => ({ requestId: row.request_id }), (row) => (row.status >= 400 ? 'failed' : ''))));
   if (rows.length > 0) page.lastId = rows[rows.length - 1].request_id;
   $('latest-more').hidden = !hasMore;

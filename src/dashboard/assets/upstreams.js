@@ -1,10 +1,9 @@
 // The Upstreams panel (this replica's deployments, from GET /admin/v1/upstreams) and the report's
 // per-deployment breakdown of the account's requests.
-import { api } from './api.js';
 import { $, fillTable, integer, percent } from './dom.js';
 
-export async function loadUpstreams() {
-  const { data } = await api('/admin/v1/upstreams');
+/** `upstreams`: the answer of GET /admin/v1/upstreams. */
+export function renderUpstreams({ data }) {
   fillTable(
     $('upstreams'),
     data,

@@ -3,7 +3,7 @@ import { IsOptional, Matches, Validate, ValidationArguments, ValidatorConstraint
 import { UsageQueryDto } from '../../usage/dto/usage-query.dto';
 
 /** Largest page of requests the dashboard may ask for at once. */
-export const MAX_REQUESTS_PAGE = 200;
+const MAX_REQUESTS_PAGE = 200;
 
 @ValidatorConstraint({ name: 'pageLimit' })
 class PageLimit implements ValidatorConstraintInterface {
