@@ -193,6 +193,26 @@ describe('POST /v1/responses (issue 18)', () => {
     }
   });
 
+  it('answers a refusal as a refusal part, streamed with refusal deltas, and charges it', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.reply.refusal = true;
+    const answer = await sdk(gw, key).responses.create({ model: MODEL.id, input: 'Something refused.' });
+    expect(answer.output).toEqual([expect.objectContaining({ type: 'message', content: [{ type: 'refusal', refusal: 'The quick brown fox jumps.' }] })]);
+
+    const events = parseNamedEvents(await (await postResponses(gw, key, { model: MODEL.id, input: 'Something refused.', stream: true })).text());
+    expectValidStream(events);
+    const types = events.map((e) => e.data.type);
+    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(-4)).toEqual(['response.refusal.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(types.slice(4, -4).every((t) => t === 'response.refusal.delta')).toBe(true);
+    expect(events[3].data.part).toEqual({ type: 'refusal', refusal: '' });
+    expect(events.filter((e) => e.data.type === 'response.refusal.delta').map((e) => e.data.delta).join('')).toBe('The quick brown fox jumps.');
+    expect(events.at(-4)!.data.refusal).toBe('The quick brown fox jumps.');
+    expect(events.at(-1)!.data.response.output[0].content).toEqual([{ type: 'refusal', refusal: 'The quick brown fox jumps.' }]);
+    const rows = await waitForUsageRows(db, accountId, 2);
+    expect(rows.map((r) => r.cost_micros)).toEqual([String(costMicros(MODEL, 11, 5)), String(costMicros(MODEL, 11, 5))]);
+  });
+
   it('streams a function call with function_call_arguments deltas and done', async () => {
     const { key } = await admin.createAccount({ creditsUsd: '1' });
     fake.reply.toolCalls = [WEATHER_CALL];

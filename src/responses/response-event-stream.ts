@@ -13,11 +13,39 @@ import {
   statusOf,
 } from './response-body';
 
+/** A message item being written: its one content part, answer text or refusal. */
 interface OpenText {
   id: string;
   index: number;
+  part: TextPart;
   text: string;
 }
+
+/** How each kind of content part is streamed: its part, its events and the field that holds its text. */
+interface TextPart {
+  part(text: string): Record<string, unknown>;
+  deltaEvent: string;
+  doneEvent: string;
+  /** Extra fields of its delta and done events. */
+  extra: Record<string, unknown>;
+  doneField: string;
+}
+
+const OUTPUT_TEXT: TextPart = {
+  part: outputTextPart,
+  deltaEvent: 'response.output_text.delta',
+  doneEvent: 'response.output_text.done',
+  extra: { logprobs: [] },
+  doneField: 'text',
+};
+
+const REFUSAL: TextPart = {
+  part: (refusal) => ({ type: 'refusal', refusal }),
+  deltaEvent: 'response.refusal.delta',
+  doneEvent: 'response.refusal.done',
+  extra: {},
+  doneField: 'refusal',
+};
 
 interface OpenCall {
   id: string;
@@ -30,7 +58,7 @@ interface OpenCall {
 }
 
 interface ChunkChoice {
-  delta?: { content?: unknown; tool_calls?: unknown };
+  delta?: { content?: unknown; refusal?: unknown; tool_calls?: unknown };
   finish_reason?: unknown;
 }
 
@@ -70,7 +98,9 @@ export class ResponseEventStream implements ChatStreamSink {
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
     const choice = (Array.isArray(chunk.choices) ? chunk.choices[0] : undefined) as ChunkChoice | undefined;
     const content = choice?.delta?.content;
-    if (typeof content === 'string' && content !== '') this.appendText(content);
+    if (typeof content === 'string' && content !== '') this.appendText(content, OUTPUT_TEXT);
+    const refusal = choice?.delta?.refusal;
+    if (typeof refusal === 'string' && refusal !== '') this.appendText(refusal, REFUSAL);
     const calls = choice?.delta?.tool_calls;
     if (Array.isArray(calls)) for (const call of calls as ToolCallDelta[]) this.appendCall(call);
     if (choice?.finish_reason) this.finishReason = choice.finish_reason;
@@ -107,17 +137,17 @@ export class ResponseEventStream implements ChatStreamSink {
     this.writes.push(this.sse.sendNamed(type, { type, ...fields, sequence_number: this.sequence++ }));
   }
 
-  private appendText(delta: string): void {
-    if (!this.text) {
+  private appendText(delta: string, kind: TextPart): void {
+    if (this.text?.part !== kind) {
       this.closeOpenItem('completed');
-      this.text = { id: newId('msg'), index: this.output.length, text: '' };
+      this.text = { id: newId('msg'), index: this.output.length, part: kind, text: '' };
       const item = messageItem(this.text.id, 'in_progress', []);
       this.output.push(item);
       this.emit('response.output_item.added', { output_index: this.text.index, item });
-      this.emit('response.content_part.added', { ...this.textPosition(this.text), part: outputTextPart('') });
+      this.emit('response.content_part.added', { ...this.textPosition(this.text), part: kind.part('') });
     }
     this.text.text += delta;
-    this.emit('response.output_text.delta', { ...this.textPosition(this.text), delta, logprobs: [] });
+    this.emit(kind.deltaEvent, { ...this.textPosition(this.text), delta, ...kind.extra });
   }
 
   private appendCall(delta: ToolCallDelta): void {
@@ -145,9 +175,9 @@ export class ResponseEventStream implements ChatStreamSink {
   /** Ends the item being written: its `done` events, and its final form in the output. */
   private closeOpenItem(status: 'completed' | 'incomplete'): void {
     if (this.text) {
-      const { text } = this.text;
-      const part = outputTextPart(text);
-      this.emit('response.output_text.done', { ...this.textPosition(this.text), text, logprobs: [] });
+      const { text, part: kind } = this.text;
+      const part = kind.part(text);
+      this.emit(kind.doneEvent, { ...this.textPosition(this.text), [kind.doneField]: text, ...kind.extra });
       this.emit('response.content_part.done', { ...this.textPosition(this.text), part });
       this.finishItem(this.text.index, messageItem(this.text.id, status, [part]));
       this.text = null;

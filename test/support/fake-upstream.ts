@@ -34,6 +34,8 @@ export interface FakeReply {
   completionTokens: number;
   /** Function calls instead of text (finish_reason tool_calls); streamed as a name delta, then the arguments in two halves. */
   toolCalls?: { id: string; name: string; arguments: string }[];
+  /** The content is a refusal (the `refusal` field, content null); streamed word by word as refusal deltas. */
+  refusal?: boolean;
 }
 
 export interface RecordedFile {
@@ -277,7 +279,8 @@ export class FakeUpstream {
     const events: unknown[] = [chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
     if (!calls) {
       completion.words.forEach((word, i) => {
-        events.push(chunk([{ index: 0, delta: { content: i === 0 ? word : ` ${word}` }, logprobs: null, finish_reason: null }]));
+        const text = i === 0 ? word : ` ${word}`;
+        events.push(chunk([{ index: 0, delta: this.reply.refusal ? { refusal: text } : { content: text }, logprobs: null, finish_reason: null }]));
       });
     }
     calls?.forEach((call, i) => {
@@ -317,6 +320,7 @@ export class FakeUpstream {
 
   private replyMessage(text: string): Record<string, unknown> {
     const calls = this.reply.toolCalls;
+    if (this.reply.refusal) return { role: 'assistant', content: null, refusal: text };
     if (!calls) return { role: 'assistant', content: text, refusal: null };
     return { role: 'assistant', content: null, refusal: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
   }
