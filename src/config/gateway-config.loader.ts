@@ -108,7 +108,10 @@ function crossCheck(config: GatewayConfig): string[] {
     } else {
       problems.push(...upstreamProblems(m.kind, m, config, `catalog[${i}]`));
     }
-    problems.push(...voiceProblems(m, config.providers[m.provider]?.type, `catalog[${i}]`));
+    // Any deployment may serve a request: a local one among them needs the voices its engine speaks.
+    const upstreams: { provider: string }[] = Array.isArray(m.deployments) ? m.deployments : [m];
+    const localEngine = upstreams.some((u) => config.providers[u.provider]?.type === 'local');
+    problems.push(...voiceProblems(m, localEngine, `catalog[${i}]`));
   });
   const activeTranscription = config.catalog.filter((m) => m.kind === 'transcription' && m.active);
   const anyTranscription = config.catalog.some((m) => m.kind === 'transcription');

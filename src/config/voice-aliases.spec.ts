@@ -73,4 +73,10 @@ describe('voice_aliases in the catalog', () => {
     const raw = rawWithSpeech({ provider: 'local', upstream_model: 'espeak-ng', voices: undefined });
     expect(problemsOf(raw)).toContain('catalog[0].voices: required for a speech model of a local provider');
   });
+
+  it('refuses it too when only a later deployment is local', () => {
+    const deployments = [{ provider: 'openai', upstream_model: 'tts-1' }, { provider: 'local', upstream_model: 'espeak-ng' }];
+    const raw = rawWithSpeech({ provider: undefined, upstream_model: undefined, deployments, voices: undefined });
+    expect(problemsOf(raw)).toContain('catalog[0].voices: required for a speech model of a local provider');
+  });
 });

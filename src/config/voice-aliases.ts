@@ -1,15 +1,16 @@
-import { CatalogEntry, ProviderType } from './gateway-config.schema';
+import { CatalogEntry } from './gateway-config.schema';
 
 /**
  * The checks of a catalog entry's voices that need more than one field: every `voice_aliases` value names
- * one of the model's `voices`, no alias hides a voice, and a `local` speech model lists its voices, so that
- * only configured names ever reach espeak-ng. Problems are named `catalog[i].field[.alias]` like the rest.
+ * one of the model's `voices`, no alias hides a voice, and a speech model with a `local` upstream (any of
+ * its deployments) lists its voices, so that only configured names ever reach espeak-ng. Problems are
+ * named `catalog[i].field[.alias]` like the rest.
  */
-export function voiceProblems(entry: CatalogEntry, providerType: ProviderType | undefined, field: string): string[] {
+export function voiceProblems(entry: CatalogEntry, localEngine: boolean, field: string): string[] {
   const problems: string[] = [];
   // Checked even when the field checks failed: a malformed `voices` is reported there, not here.
   const voices: unknown[] | undefined = Array.isArray(entry.voices) ? entry.voices : undefined;
-  if (entry.kind === 'speech' && providerType === 'local' && entry.voices === undefined) {
+  if (entry.kind === 'speech' && localEngine && entry.voices === undefined) {
     problems.push(`${field}.voices: required for a speech model of a local provider (its engine speaks only configured voices)`);
   }
   const aliases = entry.voice_aliases;
