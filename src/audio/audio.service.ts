@@ -10,7 +10,7 @@ import { AudioCall } from './audio-call';
 import { SpeechRequest } from './speech-request.pipe';
 import { TranscriptionRequest } from './transcription-request.pipe';
 
-export const TRANSCRIPTION_ENDPOINT = '/v1/audio/transcriptions';
+const TRANSCRIPTION_ENDPOINT = '/v1/audio/transcriptions';
 export const SPEECH_ENDPOINT = '/v1/audio/speech';
 
 /** A transcription with its duration settled: the upstream's, or the end of its last segment. */

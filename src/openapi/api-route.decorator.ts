@@ -3,7 +3,6 @@ import { ApiBearerAuth, ApiBody, ApiConsumes, ApiExtension, ApiOperation, ApiRes
 import { ErrorCode } from '../errors';
 import { errorResponses, RouteAuth, SHARED_ERRORS } from './error-responses';
 
-export type { RouteAuth } from './error-responses';
 
 /** The contract of one route, declared beside it; the OpenAPI document is generated from it. */
 export interface ApiRouteOptions {

@@ -17,7 +17,7 @@ export const SHARED_ERRORS: Record<RouteAuth, readonly ErrorCode[]> = {
  */
 const ALSO_ANSWERED_WITH: Partial<Record<ErrorCode, number>> = { [ErrorCode.UpstreamUnavailable]: 503 };
 
-export const ERROR_RESPONSE_REF = '#/components/schemas/ErrorResponse';
+const ERROR_RESPONSE_REF = '#/components/schemas/ErrorResponse';
 
 /** One OpenAPI response per status the codes map to, each listing its codes with an example body. */
 export function errorResponses(codes: readonly ErrorCode[]): Map<number, ResponseObject & { 'x-error-codes': ErrorCode[] }> {

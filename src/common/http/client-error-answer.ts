@@ -31,7 +31,7 @@ const LOG_WINDOW_MS = 10_000;
  * connection. A request already in the application's hands is answered through its response, so that
  * its usage record carries the status and code.
  */
-export function answerClientErrors(server: Server, limits: LimitsConfig, logger: Logger, errorAnswers?: ErrorAnswerListener): void {
+export function answerClientErrors(server: Server, limits: LimitsConfig, logger: Logger, errorAnswers: ErrorAnswerListener): void {
   const log = throttledWarning(logger);
   const answered = new WeakSet<Socket>();
   server.on('clientError', (err: ClientError, socket: HttpSocket) => {
@@ -67,10 +67,10 @@ function gatewayErrorOf(err: ClientError, limits: LimitsConfig): GatewayError {
   }
 }
 
-function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: ErrorAnswerListener | undefined): void {
+function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: ErrorAnswerListener): void {
   const req = res.req as IncomingMessage & { id?: unknown };
   const requestId = assignRequestId(req, res);
-  errorAnswers?.answeredWithError(req as GatewayRequest, res, error.code);
+  errorAnswers.answeredWithError(req as GatewayRequest, res, error.code);
   endWithConnection(req);
   const body = JSON.stringify(error.toBody());
   res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });
