@@ -46,6 +46,11 @@ async function storeFailures(gw: TestApp): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// The bounds are on single requests: a loaded 2-core box can stall this process (and the gateway in it)
+// for a couple of hundred ms now and then (a CI run once saw one request take 245 ms, against ~20 ms
+// usually). One retry, as in the other timing tests; a gateway that waits for Redis fails both tries.
+jest.retryTimes(1, { logErrorsBeforeRetry: true });
+
 /** From now, the milliseconds until a client sending every 50 ms first gets 429 rate_limit_exceeded (gives up after 6 s). */
 async function msUntilLimited(gw: TestApp, key: string): Promise<number | undefined> {
   const from = Date.now();
@@ -78,6 +83,11 @@ describe('chat burst limit when its Redis goes away', () => {
   });
 
   it('lets chat through at about its usual latency while Redis is dead, counts each failure, and limits again within 5 s of its return', async () => {
+    // A retry after a failed try: Redis back, and the gateway limiting with it again, before measuring.
+    if (redis.pid() === null) {
+      await redis.restart();
+      await msUntilLimited(gw, (await admin.createAccount({ creditsUsd: 1 })).key);
+    }
     // Four requests per account per round: under the limit, so that both rounds are all 200s.
     const keys: string[] = [];
     for (let i = 0; i < 10; i++) keys.push((await admin.createAccount({ creditsUsd: 1 })).key);
