@@ -5,6 +5,8 @@ import type { Response } from 'express';
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
 export class SseWriter {
+  private corked = false;
+
   constructor(private readonly res: Response) {}
 
   get hasStarted(): boolean {
@@ -38,6 +40,9 @@ export class SseWriter {
   end(lastEvent?: string): void {
     if (!this.isOpen) return;
     if (!this.hasStarted) this.start();
+    // Node 24's end() on a corked response sends the chunked terminator ahead of the corked events
+    // (docs/decisions.md, "Streams on Node 24"): the client would see the body end mid-stream.
+    this.flush();
     this.res.end(lastEvent === undefined ? undefined : `data: ${lastEvent}\n\n`);
   }
 
@@ -46,9 +51,16 @@ export class SseWriter {
    * write instead of one each.
    */
   private coalesce(): void {
-    if (this.res.writableCorked) return;
+    if (this.corked) return;
+    this.corked = true;
     this.res.cork();
-    process.nextTick(() => this.res.uncork());
+    process.nextTick(() => this.flush());
+  }
+
+  private flush(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.res.uncork();
   }
 
   private async write(text: string): Promise<void> {
