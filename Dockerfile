@@ -3,7 +3,7 @@
 # dependencies; the runtime stage carries only production dependencies, the compiled app and the
 # Debian packages of the local audio engines (ffmpeg, espeak-ng, pocketsphinx).
 
-FROM node:20-bookworm-slim AS build
+FROM node:26-bookworm-slim AS build
 WORKDIR /app
 # patches/: fixes applied to dependencies by patch-package at install (docs/decisions.md).
 COPY package.json package-lock.json ./
@@ -13,7 +13,7 @@ COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:26-bookworm-slim AS runtime
 RUN apt-get update \
   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
      ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us tini \

@@ -1,6 +1,11 @@
 const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: { isolatedModules: true } }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: { isolatedModules: true } }],
+    '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-commonjs.js',
+  },
+  // NestJS 12's packages are ES modules only: test/support/esm-to-commonjs.js makes them loadable here.
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
   testEnvironment: 'node',
 };
 

@@ -110,8 +110,8 @@ describe('Dockerfile', () => {
     .filter((l) => l && !l.startsWith('#'));
   const stages = lines.filter((l) => l.startsWith('FROM '));
 
-  it('is a multi-stage build on Debian', () => {
-    expect(stages).toEqual(['FROM node:20-bookworm-slim AS build', 'FROM node:20-bookworm-slim AS runtime']);
+  it('is a multi-stage build on Debian, on the active LTS of Node.js (26)', () => {
+    expect(stages).toEqual(['FROM node:26-bookworm-slim AS build', 'FROM node:26-bookworm-slim AS runtime']);
     const runtime = lines.slice(lines.indexOf(stages[1]));
     expect(runtime.filter((l) => l.startsWith('COPY --from=build')).length).toBeGreaterThanOrEqual(3);
     expect(runtime).toContain('USER node');
