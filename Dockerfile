@@ -5,9 +5,7 @@
 
 FROM node:26-bookworm-slim AS build
 WORKDIR /app
-# patches/: fixes applied to dependencies by patch-package at install (docs/decisions.md).
 COPY package.json package-lock.json ./
-COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src

@@ -4,10 +4,11 @@ import { lastValueFrom, Observable } from 'rxjs';
 
 /**
  * MeteringInterceptor runs on every keyed request, so Nest's interceptor machinery is on the hot path.
- * patches/@nestjs+core+*.patch backports @nestjs/core 12's bindAsyncScope: Node 20's AsyncResource.bind
- * wraps two deprecation accessors per call (docs/performance.md measured it). `npm ci` applies it.
+ * @nestjs/core 12 binds the chain's async scope itself (bindAsyncScope); Nest 11 called AsyncResource.bind,
+ * which on Node 20 wraps two deprecation accessors per call (docs/performance.md measured it), and needed
+ * a patch. This keeps a dependency change from bringing the dearer path back.
  */
-describe('Nest interceptor consumer (patched)', () => {
+describe('Nest interceptor consumer', () => {
   it('runs an interceptor chain without AsyncResource.bind', async () => {
     const bind = jest.spyOn(AsyncResource, 'bind');
     const consumer = new InterceptorsConsumer();
