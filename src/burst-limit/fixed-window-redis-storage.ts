@@ -18,6 +18,8 @@ import { RedisBreaker } from './redis-breaker';
 export const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 500;
 const MAX_RECONNECT_DELAY_MS = 1000;
+const PROBE_KEY = 'burst:probe';
+const PROBE_KEY_TTL_MS = 1000;
 
 // One round trip, atomic: the window's TTL is set by its first hit only, so later hits, refused or
 // not, never move its end. A key found without TTL (never expected) gets one rather than living forever.
@@ -55,7 +57,9 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
       enableAutoPipelining: true,
     }) as BurstRedis;
     this.redis.defineCommand('burstHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
-    this.breaker = new RedisBreaker(() => answerWithin(this.redis.ping(), COMMAND_TIMEOUT_MS));
+    // The probe is a hit like a request's, on a key of its own: a Redis that answers PING but refuses the
+    // script (out of memory, a read-only replica) is not back.
+    this.breaker = new RedisBreaker(() => answerWithin(this.redis.burstHit(PROBE_KEY, PROBE_KEY_TTL_MS), COMMAND_TIMEOUT_MS));
     // A connection error (a failed connect or reconnect) means Redis is away. Without an 'error' listener
     // ioredis would also emit an unhandled 'error' event on every failed reconnect.
     this.redis.on('error', (err: Error) => this.breaker.open(err));

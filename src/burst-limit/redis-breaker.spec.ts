@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { FAILURES_TO_OPEN, OUTAGE_LOG_INTERVAL_MS, PROBE_INTERVAL_MS, RedisBreaker } from './redis-breaker';
 
-/** A ping the test answers when it chooses. */
-class Pings {
+/** Probes the test answers when it chooses. */
+class Probes {
   sent = 0;
   private pending: { resolve: () => void; reject: (err: Error) => void }[] = [];
 
-  readonly ping = (): Promise<void> => {
+  readonly run = (): Promise<void> => {
     this.sent++;
     return new Promise((resolve, reject) => this.pending.push({ resolve, reject }));
   };
@@ -27,7 +27,7 @@ const timeout = new Error('Redis did not answer within 1000 ms');
 
 describe(RedisBreaker.name, () => {
   let sut: RedisBreaker;
-  let pings: Pings;
+  let probes: Probes;
   let errors: string[];
   let infos: string[];
 
@@ -36,8 +36,8 @@ describe(RedisBreaker.name, () => {
     errors = [];
     infos = [];
     Logger.overrideLogger({ log: (m: string) => infos.push(m), warn: () => undefined, error: (m: string) => errors.push(m) });
-    pings = new Pings();
-    sut = new RedisBreaker(pings.ping);
+    probes = new Probes();
+    sut = new RedisBreaker(probes.run);
   });
   afterEach(() => {
     sut.stop();
@@ -56,7 +56,7 @@ describe(RedisBreaker.name, () => {
     expect(sut.state).toBe('closed');
     expect(errors).toEqual([]);
     jest.advanceTimersByTime(10 * PROBE_INTERVAL_MS);
-    expect(pings.sent).toBe(0);
+    expect(probes.sent).toBe(0);
   });
 
   it(`opens after ${FAILURES_TO_OPEN} failures in a row, with one error line naming the cause and the requests let through`, () => {
@@ -65,7 +65,7 @@ describe(RedisBreaker.name, () => {
     failTimes(FAILURES_TO_OPEN);
     expect(sut.state).toBe('open');
     expect(errors).toEqual([
-      'Redis for burst-limit counters unavailable, chat requests are let through unlimited (2 requests let through since the last line): Redis did not answer within 1000 ms',
+      'Redis for burst-limit counters unavailable, chat requests are let through unlimited (2 since the last line): Redis did not answer within 1000 ms',
     ]);
   });
 
@@ -77,28 +77,28 @@ describe(RedisBreaker.name, () => {
 
   it('probes every interval while open, one probe at a time (half-open while it runs)', async () => {
     failTimes(FAILURES_TO_OPEN);
-    expect(pings.sent).toBe(0);
+    expect(probes.sent).toBe(0);
     jest.advanceTimersByTime(PROBE_INTERVAL_MS);
-    expect(pings.sent).toBe(1);
+    expect(probes.sent).toBe(1);
     expect(sut.state).toBe('half-open');
     // The probe hangs: no second one meanwhile, whatever the timer or a reconnect asks.
     jest.advanceTimersByTime(5 * PROBE_INTERVAL_MS);
     sut.probe();
-    expect(pings.sent).toBe(1);
-    await pings.fail();
+    expect(probes.sent).toBe(1);
+    await probes.fail();
     expect(sut.state).toBe('open');
     jest.advanceTimersByTime(PROBE_INTERVAL_MS);
-    expect(pings.sent).toBe(2);
+    expect(probes.sent).toBe(2);
   });
 
   it('closes when a probe succeeds, logs that once, and then probes no more', async () => {
     failTimes(FAILURES_TO_OPEN);
     sut.probe();
-    await pings.answer();
+    await probes.answer();
     expect(sut.state).toBe('closed');
     expect(infos).toEqual(['Redis for burst-limit counters is back; the burst limit applies again']);
     jest.advanceTimersByTime(10 * PROBE_INTERVAL_MS);
-    expect(pings.sent).toBe(1);
+    expect(probes.sent).toBe(1);
     // Closed, it needs failures in a row again to open.
     failTimes(FAILURES_TO_OPEN - 1);
     expect(sut.state).toBe('closed');
@@ -112,7 +112,7 @@ describe(RedisBreaker.name, () => {
 
   it('does not probe while closed (a reconnect of a healthy connection)', () => {
     sut.probe();
-    expect(pings.sent).toBe(0);
+    expect(probes.sent).toBe(0);
   });
 
   it('logs an outage at most once per interval, with the requests let through meanwhile', async () => {
@@ -121,20 +121,20 @@ describe(RedisBreaker.name, () => {
     // Failed probes and connection errors during the outage.
     for (let t = PROBE_INTERVAL_MS; t < OUTAGE_LOG_INTERVAL_MS; t += PROBE_INTERVAL_MS) {
       jest.advanceTimersByTime(PROBE_INTERVAL_MS);
-      await pings.fail();
+      await probes.fail();
       sut.open(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
     }
     expect(errors).toHaveLength(1);
     jest.advanceTimersByTime(PROBE_INTERVAL_MS);
-    await pings.fail();
+    await probes.fail();
     expect(errors).toHaveLength(2);
-    expect(errors[1]).toMatch(/\(7 requests let through since the last line\): Redis did not answer within 1000 ms$/);
+    expect(errors[1]).toMatch(/\(7 since the last line\): Redis did not answer within 1000 ms$/);
   });
 
   it('keeps the interval across a short recovery: a flapping Redis is not logged more often', async () => {
     failTimes(FAILURES_TO_OPEN);
     sut.probe();
-    await pings.answer();
+    await probes.answer();
     failTimes(FAILURES_TO_OPEN);
     expect(sut.isOpen).toBe(true);
     expect(errors).toHaveLength(1);
@@ -144,7 +144,7 @@ describe(RedisBreaker.name, () => {
     sut.stop();
     sut.open(new Error('Connection is closed.'));
     jest.advanceTimersByTime(10 * PROBE_INTERVAL_MS);
-    expect(pings.sent).toBe(0);
+    expect(probes.sent).toBe(0);
     expect(errors).toEqual([]);
   });
 });

@@ -13,8 +13,8 @@ export type RedisBreakerState = 'closed' | 'open' | 'half-open';
  * Whether the burst limit asks Redis (docs/operations.md, "Redis unreachable, hung or restarting").
  * Closed: every request's hit goes to Redis. Open after FAILURES_TO_OPEN failed commands in a row, or
  * at once when the connection is known to be down: requests are let through without a Redis call,
- * and every PROBE_INTERVAL_MS (or when the caller calls `probe()`, on reconnect) `ping` is sent, one at
- * a time (half-open while it runs); its success closes the breaker, its failure keeps it open.
+ * and every PROBE_INTERVAL_MS (or when the caller calls `probe()`, on reconnect) `probeRedis` is sent,
+ * one at a time (half-open while it runs); its success closes the breaker, its failure keeps it open.
  * The probe is the storage's own command, not a client's request, so no request waits for a Redis
  * that may hang. Logs the outage at most once per OUTAGE_LOG_INTERVAL_MS, and once when it is over.
  */
@@ -28,7 +28,7 @@ export class RedisBreaker {
   private letThroughSinceLine = 0;
   private reported = false;
 
-  constructor(private readonly ping: () => Promise<unknown>) {}
+  constructor(private readonly probeRedis: () => Promise<unknown>) {}
 
   get state(): RedisBreakerState {
     if (!this.probeTimer) return 'closed';
@@ -66,7 +66,7 @@ export class RedisBreaker {
   probe(): void {
     if (!this.isOpen || this.probing) return;
     this.probing = true;
-    this.ping().then(
+    this.probeRedis().then(
       () => {
         this.probing = false;
         this.close();
@@ -99,7 +99,7 @@ export class RedisBreaker {
     const now = Date.now();
     if (this.stopped || now - this.lastLineAt < OUTAGE_LOG_INTERVAL_MS) return;
     this.logger.error(
-      `Redis for burst-limit counters unavailable, chat requests are let through unlimited (${this.letThroughSinceLine} requests let through since the last line): ${err.message}`,
+      `Redis for burst-limit counters unavailable, chat requests are let through unlimited (${this.letThroughSinceLine} since the last line): ${err.message}`,
     );
     this.lastLineAt = now;
     this.letThroughSinceLine = 0;
