@@ -1,3 +1,5 @@
+import { COMMAND_TIMEOUT_MS } from '../src/burst-limit/fixed-window-redis-storage';
+import { FAILURES_TO_OPEN } from '../src/burst-limit/redis-breaker';
 import { AdminClient } from './support/admin-client';
 import { OwnRedis, startOwnRedis } from './support/own-redis';
 import { RawConfig, startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
@@ -110,15 +112,33 @@ describe('chat burst limit when its Redis goes away', () => {
     expect(await msUntilLimited(gw, (await admin.createAccount({ creditsUsd: 1 })).key)).toBeLessThan(5000);
   });
 
-  it('lets chat through within 50 ms of its usual latency while Redis hangs (accepts, never answers)', async () => {
+  it('waits for a Redis that is slow but answers (stalled 300 ms), and counts and limits every request', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: 1 });
+    const failuresBefore = await storeFailures(gw);
+    redis.pause();
+    const resumed = sleep(300).then(() => redis.resume());
+    try {
+      const statuses = await Promise.all(Array.from({ length: LIMIT + 1 }, async () => (await chat(gw, key)).status));
+      expect(statuses.sort()).toEqual([...Array(LIMIT).fill(200), 429]);
+    } finally {
+      await resumed;
+    }
+    expect((await storeFailures(gw)) - failuresBefore).toBe(0);
+  });
+
+  it('lets chat through within 50 ms of its usual latency while Redis hangs (accepts, never answers), once the breaker is open', async () => {
     const keys: string[] = [];
     for (let i = 0; i < 5; i++) keys.push((await admin.createAccount({ creditsUsd: 1 })).key);
     const withRedis = await timeChats(gw, keys, 10);
     redis.pause();
     try {
       const hung = await timeChats(gw, keys, 10);
-      expect(median(hung) - median(withRedis)).toBeLessThanOrEqual(50);
-      expect(Math.max(...hung)).toBeLessThan(200);
+      // The first requests wait for Redis up to the command timeout, until FAILURES_TO_OPEN of them in a
+      // row have failed; from then on none asks Redis.
+      const open = hung.slice(FAILURES_TO_OPEN);
+      expect(Math.max(...hung.slice(0, FAILURES_TO_OPEN))).toBeLessThan(COMMAND_TIMEOUT_MS + 500);
+      expect(median(open) - median(withRedis)).toBeLessThanOrEqual(50);
+      expect(Math.max(...open)).toBeLessThan(200);
     } finally {
       redis.resume();
     }

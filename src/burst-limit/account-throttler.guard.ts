@@ -20,8 +20,8 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
   }
 
   /**
-   * A counter store outage (Redis down) lets requests through rather than failing every chat call.
-   * The storage counts and logs its failures (FixedWindowRedisStorage), not once per request here.
+   * A counter store outage (Redis down or hung) lets requests through rather than failing every chat call.
+   * The storage decides when Redis is away (its RedisBreaker), and counts and logs that, not once per request here.
    */
   protected async handleRequest(requestProps: ThrottlerRequest): Promise<boolean> {
     try {
