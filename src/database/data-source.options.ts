@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { PostgresConnectionOptions } from 'typeorm/driver/postgres/PostgresConnectionOptions';
+import { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 import { CONNECT_TIMEOUT_MS, requestPathTimeouts } from '../common/database/pool-settings';
 
 /** The schema's options, without timeouts: the TypeORM CLI (ormconfig.ts) and the migrations run with these. */
-export function dataSourceOptions(url: string): PostgresConnectionOptions {
+export function dataSourceOptions(url: string): PostgresDataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -22,7 +22,7 @@ export function dataSourceOptions(url: string): PostgresConnectionOptions {
  * The app's TypeORM pool: `poolMax` connections with the request-path timeouts. Migrations are not
  * run on it (runMigrations does, first), so the statement timeout never cuts one.
  */
-export function gatewayDataSourceOptions(url: string, poolMax: number): PostgresConnectionOptions {
+export function gatewayDataSourceOptions(url: string, poolMax: number): PostgresDataSourceOptions {
   const logger = new Logger('DatabasePool');
   return {
     ...dataSourceOptions(url),
