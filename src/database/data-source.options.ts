@@ -1,9 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 import { CONNECT_TIMEOUT_MS, requestPathTimeouts } from '../common/database/pool-settings';
+
+// From the package's root: ts-node's type check (the TypeORM CLI, `npm run migration:*`) does not resolve
+// TypeORM 1's deep import paths under TypeScript 6.
+type PostgresDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
 
 /** The schema's options, without timeouts: the TypeORM CLI (ormconfig.ts) and the migrations run with these. */
 export function dataSourceOptions(url: string): PostgresDataSourceOptions {
