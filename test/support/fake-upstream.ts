@@ -392,8 +392,10 @@ export class FakeUpstream {
   /** Writes bytes with no newline, with backpressure, until the client goes away or the cap is reached. */
   private async writeEndless(res: ServerResponse): Promise<void> {
     let sent = 0;
+    // Node 26 fails the writes to a socket its peer closed without marking the response destroyed: stop at
+    // the first failed write, or this would count the cap as sent.
     while (!res.destroyed && sent < this.endlessLineMaxBytes) {
-      await write(res, ENDLESS_CHUNK);
+      if (!(await write(res, ENDLESS_CHUNK))) return;
       sent += ENDLESS_CHUNK.length;
       this.endlessBytesSent += ENDLESS_CHUNK.length;
     }
@@ -456,8 +458,9 @@ function readAll(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Resolves once the data is handed to the socket, so that a later destroy cannot discard it. */
-function write(res: ServerResponse, data: string | Buffer): Promise<void> {
-  return new Promise((resolve) => res.write(data, () => resolve()));
+/** Resolves once `data` is handed to the socket; false if the write failed (the client went away). */
+function write(res: ServerResponse, data: string | Buffer): Promise<boolean> {
+  return new Promise((resolve) => res.write(data, (err) => resolve(!err)));
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
