@@ -40,7 +40,7 @@ const BREAKER_OPEN = new Error('Redis for burst-limit counters is unavailable (b
 /** The counters in Redis (REDIS_URL), shared by every replica. Owns its connection. */
 export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, OnApplicationShutdown {
   readonly redis: BurstRedis;
-  readonly breaker: RedisBreaker;
+  private readonly breaker: RedisBreaker;
 
   constructor(
     url: string,

@@ -457,8 +457,10 @@ function readAll(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** Resolves once the data is handed to the socket, so that a later destroy cannot discard it. */
-/** Resolves once `data` is handed to the socket; false if the write failed (the client went away). */
+/**
+ * Resolves once the data is handed to the socket, so that a later destroy cannot discard it; false if the
+ * write failed (the client went away).
+ */
 function write(res: ServerResponse, data: string | Buffer): Promise<boolean> {
   return new Promise((resolve) => res.write(data, (err) => resolve(!err)));
 }
