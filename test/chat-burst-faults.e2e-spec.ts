@@ -104,7 +104,9 @@ describe('chat burst limit when its Redis goes away', () => {
     const later = await timeChats(gw, keys.slice(5), 5);
 
     expect(median(withoutRedis) - median(withRedis)).toBeLessThanOrEqual(50);
-    expect(Math.max(...withoutRedis, ...later)).toBeLessThan(200);
+    // No request waits for Redis: one that did would wait the connect timeout (500 ms) at least. A loaded
+    // 2-core machine stalls a process 100-250 ms now and then, so the bound is not tighter than that.
+    expect(Math.max(...withoutRedis, ...later)).toBeLessThan(500);
     expect((await storeFailures(gw)) - failuresBefore).toBeGreaterThanOrEqual(25);
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
 
@@ -138,7 +140,8 @@ describe('chat burst limit when its Redis goes away', () => {
       const open = hung.slice(FAILURES_TO_OPEN);
       expect(Math.max(...hung.slice(0, FAILURES_TO_OPEN))).toBeLessThan(COMMAND_TIMEOUT_MS + 500);
       expect(median(open) - median(withRedis)).toBeLessThanOrEqual(50);
-      expect(Math.max(...open)).toBeLessThan(200);
+      // None waits for Redis: one that did would wait the command timeout (1 s).
+      expect(Math.max(...open)).toBeLessThan(500);
     } finally {
       redis.resume();
     }

@@ -14,6 +14,8 @@ const BURST = { requests: 20, window_s: 2 };
 const ADDED_LATENCY_BOUND_MS = 50;
 const LIMIT_BACK_BOUND_MS = 5000;
 const REDIS_DOWN_MS = 3000;
+/** The shortest a request would wait for a Redis that is down: the storage's connect timeout (500 ms). */
+const REDIS_WAIT_MS = 500;
 
 describe('Faults: Redis (2 gateway processes)', () => {
   let cluster: FaultCluster;
@@ -84,7 +86,15 @@ describe('Faults: Redis (2 gateway processes)', () => {
         );
 
         expect(open.filter((o) => o.status !== 200 || o.clientError).map((o) => `${o.replica} ${o.status} ${o.code} ${o.clientError}`)).toEqual([]);
-        expect(open.filter((o) => o.ms > baselineMax + ADDED_LATENCY_BOUND_MS).map((o) => `${o.replica} ${o.ms} ms`)).toEqual([]);
+        // The limiter's cost per request, as the 95th percentile: on a loaded 2-core machine a replica's process
+        // is stalled now and then for 100-250 ms (GC, the other processes' CPU), Redis or not (CI saw one such
+        // request among 159, with the background load on that replica stalled at the same moment). What the
+        // bound is there to catch, requests waiting for a Redis that is down, would be all of them, or one per
+        // probe (every 0.5 s, a few per cent), and each would wait the connect or command timeout: none may come
+        // near the shorter of the two.
+        const sorted = open.map((o) => o.ms).sort((a, b) => a - b);
+        expect(sorted[Math.floor(sorted.length * 0.95)]).toBeLessThanOrEqual(baselineMax + ADDED_LATENCY_BOUND_MS);
+        expect(open.filter((o) => o.ms >= REDIS_WAIT_MS).map((o) => `${o.replica} ${o.ms} ms`)).toEqual([]);
         expect(failuresDuring.map((n, i) => n > failuresBefore[i])).toEqual(cluster.gateways.map(() => true));
         expect(refusedAt).not.toBeNull();
         expect(refusedAt! - backAt).toBeLessThanOrEqual(LIMIT_BACK_BOUND_MS);
