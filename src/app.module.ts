@@ -14,6 +14,7 @@ import { databaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
 import { KeysModule } from './keys/keys.module';
+import { MessagesModule } from './messages/messages.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ModelsModule } from './models/models.module';
 import { ResponsesModule } from './responses/responses.module';
@@ -33,6 +34,7 @@ export class AppModule implements NestModule {
         UsageModule,
         ChatModule,
         ResponsesModule,
+        MessagesModule,
         AudioModule,
         ModelsModule,
         MetricsModule,

@@ -1,3 +1,4 @@
 export * from './error-code';
 export * from './error-catalog';
 export * from './gateway-error';
+export * from './anthropic-error';

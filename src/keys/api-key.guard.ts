@@ -4,6 +4,7 @@ import { IS_PUBLIC } from '../common/decorators/public.decorator';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { KeysService } from './keys.service';
+import { ACCEPTS_X_API_KEY } from './x-api-key.decorator';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -20,15 +21,25 @@ export class ApiKeyGuard implements CanActivate {
       return true;
     }
     const req = context.switchToHttp().getRequest<GatewayRequest>();
-    const header = req.headers.authorization;
-    if (!header) throw invalidKey('Missing API key: send it as "Authorization: Bearer <API_KEY>".');
-    const match = BEARER.exec(header);
-    if (!match) throw invalidKey('Invalid Authorization header: use the Bearer scheme with an API key.');
-    const auth = await this.keys.authenticate(match[1]);
+    const acceptsXApiKey = this.reflector.getAllAndOverride<boolean>(ACCEPTS_X_API_KEY, [context.getHandler(), context.getClass()]) === true;
+    const auth = await this.keys.authenticate(presentedKey(req, acceptsXApiKey));
     if (!auth) throw invalidKey('Invalid API key: it is malformed, unknown or revoked.');
     req.auth = { accountId: auth.accountId, keyId: auth.keyId };
     return true;
   }
+}
+
+/** The key of the Authorization header (Bearer), else, where the route accepts it, of the x-api-key header. */
+function presentedKey(req: GatewayRequest, acceptsXApiKey: boolean): string {
+  const header = req.headers.authorization;
+  const xApiKey = acceptsXApiKey ? req.headers['x-api-key'] : undefined;
+  if (!header && typeof xApiKey === 'string') return xApiKey.trim();
+  if (!header) {
+    throw invalidKey(acceptsXApiKey ? 'Missing API key: send it as "x-api-key: <API_KEY>" or "Authorization: Bearer <API_KEY>".' : 'Missing API key: send it as "Authorization: Bearer <API_KEY>".');
+  }
+  const match = BEARER.exec(header);
+  if (!match) throw invalidKey('Invalid Authorization header: use the Bearer scheme with an API key.');
+  return match[1];
 }
 
 function invalidKey(message: string): GatewayError {

@@ -11,6 +11,8 @@ export type { DeploymentSample } from './deployment-metrics';
 const ENDPOINTS = new Set([
   '/v1/chat/completions',
   '/v1/responses',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
   '/v1/audio/transcriptions',
   '/v1/audio/speech',
   '/v1/models',

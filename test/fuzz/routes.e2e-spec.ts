@@ -52,12 +52,12 @@ interface UsageRecord {
 }
 
 /**
- * What the fake upstream answers: tool calls to a Responses request that offers tools (so that the function_call
- * output items and their stream events are produced too), text to any other request.
+ * What the fake upstream answers: tool calls to a Responses or Messages request that offers tools (so that the
+ * function_call output items, tool_use blocks and their stream events are produced too), text to any other request.
  */
 function fakeReplyFor(r: FuzzRequest): FakeReply {
   const reply = FakeUpstream.defaultReply();
-  if (r.route !== 'responses') return reply;
+  if (r.route !== 'responses' && r.route !== 'messages') return reply;
   let tools: unknown;
   try {
     tools = (JSON.parse(r.body ?? '') as { tools?: unknown }).tools;
@@ -189,5 +189,8 @@ describe('fuzz: generated hostile requests on every JSON and query route (issue 
     const served = ids.filter((id) => metered.get(id)!.endpoint === '/v1/responses' && metered.get(id)!.status === 200);
     expect(served.length).toBeGreaterThan(RUNS / 5);
     expect(served.filter((id) => !(recorded.get(id)!.prompt_tokens > 0))).toEqual([]);
+    const messages = ids.filter((id) => metered.get(id)!.endpoint === '/v1/messages' && metered.get(id)!.status === 200);
+    expect(messages.length).toBeGreaterThan(RUNS / 5);
+    expect(messages.filter((id) => !(recorded.get(id)!.prompt_tokens > 0))).toEqual([]);
   });
 });

@@ -36,6 +36,10 @@ export interface FakeReply {
   toolCalls?: { id: string; name: string; arguments: string }[];
   /** The content is a refusal (the `refusal` field, content null); streamed word by word as refusal deltas. */
   refusal?: boolean;
+  /** The usage block's `prompt_tokens_details` (cached_tokens, cache_write_tokens), part of promptTokens. */
+  promptTokensDetails?: Record<string, number>;
+  /** vLLM's `choices[].stop_reason` beside finish_reason "stop": the stop string that ended the answer. */
+  stopReason?: string;
 }
 
 export interface RecordedFile {
@@ -243,7 +247,14 @@ export class FakeUpstream {
     const completion = this.completionFor(body);
     const calls = this.reply.toolCalls;
     const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
-    const usage = { prompt_tokens: this.reply.promptTokens, completion_tokens: completion.tokens, total_tokens: this.reply.promptTokens + completion.tokens };
+    const usage = {
+      prompt_tokens: this.reply.promptTokens,
+      completion_tokens: completion.tokens,
+      total_tokens: this.reply.promptTokens + completion.tokens,
+      ...(this.reply.promptTokensDetails ? { prompt_tokens_details: this.reply.promptTokensDetails } : {}),
+    };
+    const finishReason = calls ? 'tool_calls' : completion.finishReason;
+    const stopReason = this.reply.stopReason !== undefined && finishReason === 'stop' ? { stop_reason: this.reply.stopReason } : {};
 
     if (body.stream !== true) {
       if (mode === 'malformedJson' || mode === 'invalidJsonData' || mode === 'notSse') {
@@ -257,7 +268,7 @@ export class FakeUpstream {
       const answer = {
         ...base,
         object: 'chat.completion',
-        choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: calls ? 'tool_calls' : completion.finishReason }],
+        choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason }],
         usage,
       };
       if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
@@ -289,7 +300,7 @@ export class FakeUpstream {
       events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
       events.push(toolDelta({ function: { arguments: call.arguments.slice(0, half) } }), toolDelta({ function: { arguments: call.arguments.slice(half) } }));
     });
-    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: calls ? 'tool_calls' : completion.finishReason }]));
+    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
     if (includeUsage) events.push(chunk([], { usage }));
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });

@@ -1,4 +1,4 @@
-import { describeErrorCode, ErrorCode } from '../../src/errors';
+import { anthropicErrorType, describeErrorCode, ErrorCode, isAnthropicRoute } from '../../src/errors';
 import { parseSseData } from './chat-support';
 import { describeRequest, FuzzRequest } from './fuzz-routes';
 
@@ -51,7 +51,7 @@ export function contractViolations(r: FuzzRequest, a: Answer): string[] {
   if (a.status >= 500) problems.push(`status ${a.status} (5xx)`);
   if (!a.requestId) problems.push('no x-request-id header');
   if (a.ms > ANSWER_BUDGET_MS) problems.push(`answered in ${Math.round(a.ms)} ms (budget ${ANSWER_BUDGET_MS} ms)`);
-  if (a.status >= 400) problems.push(...errorBodyProblems(a));
+  if (a.status >= 400) problems.push(...(isAnthropicRoute(r.path) ? anthropicErrorProblems(a) : errorBodyProblems(a)));
   else if (a.status >= 200 && a.status < 300) problems.push(...successProblems(r, a));
   else problems.push(`unexpected status ${a.status}`);
   return problems;
@@ -79,7 +79,26 @@ function errorBodyProblems(a: Answer): string[] {
   return problems;
 }
 
+/** Anthropic's envelope on its routes (docs/messages.md): `{type: "error", error: {type, message, code, param}}`, type named after the status. */
+function anthropicErrorProblems(a: Answer): string[] {
+  const body = parseJson(a.text);
+  if (!isRecord(body) || body.type !== 'error' || !isRecord(body.error)) return [`error body is not {type:"error",error:{...}}: ${a.text.slice(0, 200)}`];
+  const keys = Object.keys(body).sort().join(',');
+  const problems = keys === 'error,type' ? [] : [`error body has keys ${keys}`];
+  const e = body.error;
+  const errorKeys = Object.keys(e).sort().join(',');
+  if (errorKeys !== 'code,message,param,type') problems.push(`error object has keys ${errorKeys}`);
+  if (typeof e.message !== 'string' || e.message === '') problems.push('error.message is not a non-empty string');
+  if (e.param !== null && typeof e.param !== 'string') problems.push('error.param is neither a string nor null');
+  if (typeof e.code !== 'string' || !ERROR_CODES.has(e.code)) problems.push(`error.code ${JSON.stringify(e.code)} is not a documented code`);
+  if (e.code === ErrorCode.InternalError) problems.push('error.code internal_error');
+  if (e.type !== anthropicErrorType(a.status)) problems.push(`error.type ${JSON.stringify(e.type)} is not ${anthropicErrorType(a.status)} for status ${a.status}`);
+  if (!a.contentType.startsWith('application/json')) problems.push(`error content-type ${a.contentType}`);
+  return problems;
+}
+
 function successProblems(r: FuzzRequest, a: Answer): string[] {
+  if (r.path.startsWith('/v1/messages')) return messagesSuccessProblems(a);
   if (r.path.startsWith('/v1/chat/')) return chatSuccessProblems(a);
   if (r.path.startsWith('/v1/responses')) return responsesSuccessProblems(a);
   if (r.path.startsWith('/v1/audio/speech')) {
@@ -141,6 +160,42 @@ function responsesSuccessProblems(a: Answer): string[] {
     if (!code.startsWith('upstream_')) return [`responses stream failed without an upstream failure (error code ${JSON.stringify(code)}): ${a.text.slice(-300)}`];
   }
   return responseObjectProblems(last.response, [status]).map((p) => `responses stream's ${String(last.type)}: ${p}`);
+}
+
+const MESSAGE_STOPS = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use']);
+
+function messageProblems(message: unknown, streamedStart: boolean): string[] {
+  if (!isRecord(message) || message.type !== 'message' || message.role !== 'assistant') return ['not a Message'];
+  const problems: string[] = [];
+  if (typeof message.id !== 'string' || !message.id.startsWith('msg_')) problems.push(`id ${JSON.stringify(message.id)} does not start with msg_`);
+  if (!Array.isArray(message.content)) problems.push('content is not an array');
+  if (streamedStart ? message.stop_reason !== null : !MESSAGE_STOPS.has(String(message.stop_reason))) problems.push(`stop_reason ${JSON.stringify(message.stop_reason)}`);
+  if (!isRecord(message.usage) || typeof message.usage.input_tokens !== 'number' || typeof message.usage.output_tokens !== 'number') problems.push('usage is not {input_tokens, output_tokens, …}');
+  return problems;
+}
+
+/** A Message, or Anthropic's event stream: message_start … message_stop, or an `error` event after an upstream failure. */
+function messagesSuccessProblems(a: Answer): string[] {
+  if (!a.contentType.startsWith('text/event-stream')) return messageProblems(parseJson(a.text), false).map((p) => `messages 2xx: ${p}: ${a.text.slice(0, 200)}`);
+  const events: Record<string, unknown>[] = [];
+  for (const [i, block] of a.text.split(/\r?\n\r?\n/).filter((b) => b.trim() !== '').entries()) {
+    const lines = block.split(/\r?\n/);
+    const name = lines.find((line) => line.startsWith('event: '))?.slice(7);
+    const data = parseJson(lines.filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n'));
+    if (!isRecord(data) || data.type !== name) return [`messages event ${i} named ${JSON.stringify(name)} is not {type: its name, …}: ${block.slice(0, 200)}`];
+    events.push(data);
+  }
+  if (events[0]?.type !== 'message_start') return [`messages stream does not begin with message_start: ${a.text.slice(0, 200)}`];
+  const start = messageProblems(events[0].message, true).map((p) => `message_start: ${p}`);
+  const last = events[events.length - 1];
+  if (last.type === 'error') {
+    const code = isRecord(last.error) ? String(last.error.code) : '';
+    return code.startsWith('upstream_') ? start : [...start, `messages stream failed without an upstream failure (code ${JSON.stringify(code)})`];
+  }
+  if (last.type !== 'message_stop' || events[events.length - 2]?.type !== 'message_delta') return [...start, `messages stream ends with ${String(events[events.length - 2]?.type)}, ${String(last.type)}`];
+  const delta = events[events.length - 2].delta;
+  if (!isRecord(delta) || !MESSAGE_STOPS.has(String(delta.stop_reason))) return [...start, `message_delta has no stop_reason: ${JSON.stringify(delta)}`];
+  return start;
 }
 
 function responseObjectProblems(response: unknown, statuses: string[]): string[] {

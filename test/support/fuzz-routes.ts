@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { SPEECH_FORMATS } from '../../src/config/gateway-config.schema';
 import { absent, arrayOf, extraEntries, field, FieldArbitrary, hostileBody, hostileNumber, hostileStructure, hostileValue, int, messageText, objectOf, oneOfValues, optional, Piece, valid } from './fuzz-json';
+import { messagesBody } from './fuzz-messages';
 import { responsesBody } from './fuzz-responses';
 
 /** One generated request; printed (shortened) as the counterexample when the contract fails. */
@@ -245,6 +246,7 @@ export function jsonRoutes(targets: FuzzTargets): Record<string, fc.Arbitrary<Fu
     ),
     // Last, so that the routes before it keep the seeds they had (each route's seed is the run's seed plus its index).
     'POST /v1/responses': jsonRequest('responses', 'POST', fixed('/v1/responses'), 'apiKey', responsesBody(targets)),
+    'POST /v1/messages': jsonRequest('messages', 'POST', fixed('/v1/messages'), 'apiKey', messagesBody(targets)),
   };
 }
 

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional 
 import { ThrottlerException } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
-import { ErrorCode, GatewayError } from '../../errors';
+import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayRequest } from '../http/gateway-request';
 import { refuseUnreadBody } from '../http/refuse-unread-body';
@@ -35,7 +35,7 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
     // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
     else if (error.retryAfterS !== null) res.setHeader('Retry-After', String(error.retryAfterS));
-    res.status(error.status).json(error.toBody());
+    res.status(error.status).json(errorBodyFor(req.originalUrl ?? req.url ?? '', error));
   }
 
   private toGatewayError(exception: unknown, requestId: string): GatewayError {

@@ -2,7 +2,7 @@ import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type Se
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { LimitsConfig } from '../../config/gateway-config.schema';
-import { ErrorCode, GatewayError } from '../../errors';
+import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from './error-answer-listener';
 import { GatewayRequest } from './gateway-request';
 import { endWithConnection } from './refuse-unread-body';
@@ -72,7 +72,7 @@ function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: 
   const requestId = assignRequestId(req, res);
   errorAnswers.answeredWithError(req as GatewayRequest, res, error.code);
   endWithConnection(req);
-  const body = JSON.stringify(error.toBody());
+  const body = JSON.stringify(errorBodyFor(req.url ?? '', error));
   res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });
   res.end(body);
 }

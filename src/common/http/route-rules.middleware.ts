@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ErrorCode, GatewayError } from '../../errors';
 import { pathOf } from './url-path';
 
-const POST_ONLY = new Set(['/v1/chat/completions', '/v1/responses', '/v1/audio/transcriptions', '/v1/audio/speech']);
+const POST_ONLY = new Set(['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/audio/transcriptions', '/v1/audio/speech']);
 const GET_ONLY = new Set(['/v1/models']);
 
 /** DESIGN.md section 5 step 1: method rules that come before authentication. */

@@ -1,0 +1,68 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
+import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
+import { scalarFields } from '../common/json/scalar-fields';
+import { validatedDto } from '../common/validation/validated-dto';
+import { CatalogEntry } from '../config/gateway-config.schema';
+import { CatalogService } from '../models/catalog.service';
+import { ChatRequestBody } from '../providers/upstream-provider';
+import { CountTokensRequestDto, MAX_TOKENS_REQUIRED, MessagesRequestDto, VALIDATED_MESSAGES_FIELDS } from './dto/messages-request.dto';
+import { chatMessages, ChatMessage } from './messages-input';
+import { invalidField, refuseUnservedFields } from './messages-refusals';
+import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
+
+/** What count_tokens counts: the chat messages and tool definitions the request would send upstream. */
+export interface CountTokensRequest {
+  model: CatalogEntry;
+  messages: ChatMessage[];
+  tools: Record<string, unknown>[] | undefined;
+}
+
+/**
+ * Validates a Messages body in chat's order (model first, then the fields), refuses what needs Anthropic's
+ * platform, and translates the rest into the chat completion that serves it (docs/messages.md).
+ */
+@Injectable()
+export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> {
+  constructor(private readonly catalog: CatalogService) {}
+
+  transform(body: unknown): ChatRequest {
+    const { fields, model } = requestedChatModel(this.catalog, body);
+    refuseUnservedFields(fields);
+    if (fields.max_tokens === undefined || fields.max_tokens === null) throw invalidField('max_tokens', MAX_TOKENS_REQUIRED);
+    const dto = validatedDto(MessagesRequestDto, scalarFields(fields, VALIDATED_MESSAGES_FIELDS));
+    const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(fields.system, fields.messages) };
+    const tools = chatTools(fields.tools);
+    setPresent(chatBody, {
+      stream: dto.stream === true ? true : undefined,
+      max_tokens: dto.max_tokens,
+      temperature: dto.temperature,
+      top_p: dto.top_p,
+      stop: chatStop(fields.stop_sequences),
+      user: chatUser(fields.metadata),
+      tools,
+      ...chatToolChoice(fields.tool_choice, tools !== undefined),
+    });
+    // Usage is always asked of the upstream: message_delta carries it.
+    return { model, body: chatBody, stream: dto.stream === true, includeUsage: true, maxTokens: dto.max_tokens, choices: 1 };
+  }
+}
+
+/** count_tokens: the same body as a message, max_tokens not needed; the same translation, so the same count. */
+@Injectable()
+export class CountTokensRequestPipe implements PipeTransform<unknown, CountTokensRequest> {
+  constructor(private readonly catalog: CatalogService) {}
+
+  transform(body: unknown): CountTokensRequest {
+    const { fields, model } = requestedChatModel(this.catalog, body);
+    refuseUnservedFields(fields);
+    validatedDto(CountTokensRequestDto, scalarFields(fields, ['model']));
+    const tools = chatTools(fields.tools);
+    chatToolChoice(fields.tool_choice, tools !== undefined);
+    return { model, messages: chatMessages(fields.system, fields.messages), tools };
+  }
+}
+
+/** Copies the values that are set (not undefined or null) into the chat body. */
+function setPresent(body: ChatRequestBody, values: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(values)) if (value !== undefined && value !== null) body[name] = value;
+}

@@ -1,0 +1,73 @@
+import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
+import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
+import { ChatRequest } from '../chat/chat-request.pipe';
+import { ChatService } from '../chat/chat.service';
+import { SseWriter } from '../chat/sse';
+import { JsonBodyGuard } from '../common/guards/json-body.guard';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { ErrorCode } from '../errors';
+import { AcceptsXApiKey } from '../keys/x-api-key.decorator';
+import { ApiRoute } from '../openapi/api-route.decorator';
+import { json } from '../openapi/schemas';
+import { Metered } from '../usage/metered.decorator';
+import { UsageMeter } from '../usage/usage-meter';
+import { countTokensAnswer, countTokensBody, createMessageBody } from './dto/messages.schema';
+import { messageFromCompletion } from './message-body';
+import { MessageEventStream } from './message-event-stream';
+import { promptTokens } from './message-tokens';
+import { CountTokensRequest, CountTokensRequestPipe, MessagesRequestPipe } from './messages-request.pipe';
+
+const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {type, message, code, param}}, type named after the status (docs/messages.md).';
+
+/**
+ * Anthropic's Messages API for the catalog's chat models, served by one chat completion: the same checks,
+ * hold, upstream call and charge as chat. The key may come as x-api-key; anthropic-version and anthropic-beta are accepted.
+ */
+@Controller('v1/messages')
+@AcceptsXApiKey()
+export class MessagesController {
+  constructor(private readonly chat: ChatService) {}
+
+  @Post()
+  @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
+  @ApiRoute({
+    tag: 'v1',
+    summary: `Anthropic's Messages API for chat models, optionally streamed as Anthropic's SSE events; billed as chat. Key as x-api-key or Bearer. ${ENVELOPE}`,
+    auth: 'api_key',
+    errors: [...CHAT_ERRORS, ErrorCode.UnsupportedParameter],
+    body: { contentType: 'application/json', schema: createMessageBody },
+    success: {
+      status: 200,
+      description: 'A Message with usage, or its SSE events (message_start … message_stop)',
+      content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
+    },
+  })
+  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) chat: ChatRequest): Promise<void> {
+    const call = chatCall('/v1/messages', req, res, meter, chat);
+    if (chat.stream) {
+      const prompt = await promptTokens(chat.body.messages, chat.body.tools as unknown[] | undefined);
+      return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt));
+    }
+    const answer = await this.chat.answer(call);
+    res.status(200).json(messageFromCompletion(chat.model.id, answer.body));
+    await answer.charge();
+  }
+
+  @Post('count_tokens')
+  @HttpCode(200)
+  @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
+  @ApiRoute({
+    tag: 'v1',
+    summary: `Counts the input tokens of a Messages request with the gateway's tokenizer: no upstream call, no charge. ${ENVELOPE}`,
+    auth: 'api_key',
+    errors: [ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted, ErrorCode.UnsupportedParameter, ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded],
+    body: { contentType: 'application/json', schema: countTokensBody },
+    success: { status: 200, description: 'The input tokens', content: json(countTokensAnswer) },
+  })
+  async countTokens(@Metered() meter: UsageMeter, @Body(CountTokensRequestPipe) request: CountTokensRequest): Promise<{ input_tokens: number }> {
+    meter.describe({ model: request.model.id, streamed: false });
+    return { input_tokens: await promptTokens(request.messages, request.tools) };
+  }
+}
