@@ -73,6 +73,26 @@ describe('chat burst limit per account (in-process counters)', () => {
     await expectRateLimited(await chat(gw, other.body.key));
   });
 
+  it('counts chat, Responses and Messages requests in one budget per account', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: 1 });
+    const post = (path: string, body: object) =>
+      fetch(`${gw.url}/v1/${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const messages = { model: 'dev-echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] };
+    const statuses = [
+      (await chat(gw, key)).status,
+      (await post('responses', { model: 'dev-echo', input: 'hi', max_output_tokens: 16 })).status,
+      (await post('messages', messages)).status,
+      (await post('messages/count_tokens', { model: 'dev-echo', messages: messages.messages })).status,
+      (await chat(gw, key)).status,
+    ];
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    await expectRateLimited(await post('responses', { model: 'dev-echo', input: 'hi', max_output_tokens: 16 }));
+    const refused = await post('messages', messages);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as any).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    await expectRateLimited(await chat(gw, key));
+  });
+
   it('is seen by the openai SDK as a RateLimitError', async () => {
     const { key } = await admin.createAccount({ creditsUsd: 1 });
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });

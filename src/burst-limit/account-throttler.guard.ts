@@ -14,9 +14,14 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
     return accountId ? `account:${accountId}` : `ip:${String((req as unknown as GatewayRequest).ip)}`;
   }
 
-  /** The counter's key as it is, not hashed: one hash less per request, and an operator can read whose counter it is. */
-  protected generateKey(context: ExecutionContext, tracker: string, throttlerName: string): string {
-    return `${context.getClass().name}.${context.getHandler().name}:${throttlerName}:${tracker}`;
+  /**
+   * One counter per account for every route behind this guard (chat, Responses, Messages and its count_tokens):
+   * the routes that bridge onto chat share chat's budget, rather than each adding its own (ThrottlerGuard's
+   * default keys by controller and handler). Not hashed: one hash less per request, and an operator can read
+   * whose counter it is.
+   */
+  protected generateKey(_context: ExecutionContext, tracker: string, throttlerName: string): string {
+    return `chat:${throttlerName}:${tracker}`;
   }
 
   /**

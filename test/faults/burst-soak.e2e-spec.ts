@@ -93,7 +93,7 @@ describe('Soak: the burst limit under load, nothing broken (3 gateway processes,
         let counted: (string | null)[];
         try {
           await redis.connect();
-          counted = await redis.mget(runs.map((r) => `burst:ChatController.complete:default:account:${r.accountId}`));
+          counted = await redis.mget(runs.map((r) => `burst:chat:default:account:${r.accountId}`));
         } finally {
           redis.disconnect();
         }
