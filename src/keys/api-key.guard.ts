@@ -26,7 +26,7 @@ export class ApiKeyGuard implements CanActivate {
     if (!match) throw invalidKey('Invalid Authorization header: use the Bearer scheme with an API key.');
     const auth = await this.keys.authenticate(match[1]);
     if (!auth) throw invalidKey('Invalid API key: it is malformed, unknown or revoked.');
-    req.auth = { accountId: auth.accountId, keyId: auth.keyId };
+    req.auth = { accountId: auth.accountId, keyId: auth.keyId, budgetId: auth.budgetId, limited: auth.limited, models: auth.models };
     return true;
   }
 }
