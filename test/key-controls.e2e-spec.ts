@@ -6,7 +6,7 @@ import { audioForm, audioFixture, FAKE_STT, FAKE_TTS, postSpeech, postTranscript
 import { costMicros, moneyOf, PricedModel, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { postResponses } from './support/responses-support';
-import { RawConfig, TestApp } from './support/test-app';
+import { RawConfig, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 // 0 and 100 micro-USD per token: a request costs 100 µUSD per output token, whatever the prompt bound.
 const MODEL: PricedModel = { id: 'key-chat', input: 0, output: 100, maxOutput: 4096 };
@@ -114,6 +114,9 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       expect(listed.body.data.find((k: { id: string }) => k.id === limited.id)).toMatchObject({ month_spend_usd: '0.004000', monthly_limit_usd: '0.005000' });
       const rows = await waitForUsageRows(db, accountId, 3);
       expect(rows.filter((r) => r.error_code === 'key_limit_reached')).toEqual([expect.objectContaining({ status: 402, cost_micros: '0' })]);
+      // /metrics counts it like the other 402 codes.
+      const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+      expect(metrics).toMatch(/gateway_requests_total\{endpoint="\/v1\/chat\/completions",status="402",code="key_limit_reached"\} [1-9]/);
     });
 
     it('caps the allowance of a request without max_tokens to what the key limit affords, and sends that cap upstream', async () => {

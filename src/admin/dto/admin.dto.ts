@@ -37,7 +37,7 @@ export class UpdateKeyDto extends CreateKeyDto {}
 
 export class RotateKeyDto {
   @ApiPropertyOptional({ minimum: 0, maximum: MAX_GRACE_S, default: 0, description: 'Seconds the old key keeps working' })
-  @IsOptional() @IsInt() @Min(0) @Max(MAX_GRACE_S) grace_s?: number;
+  @ValidateIf((_, v) => v !== undefined) @IsInt() @Min(0) @Max(MAX_GRACE_S) grace_s?: number;
 }
 
 export class AddCreditsDto {
