@@ -6,7 +6,7 @@ import { audioForm, audioFixture, FAKE_STT, FAKE_TTS, postSpeech, postTranscript
 import { costMicros, moneyOf, PricedModel, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { postResponses } from './support/responses-support';
-import { RawConfig, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
+import { RawConfig, startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 // 0 and 100 micro-USD per token: a request costs 100 µUSD per output token, whatever the prompt bound.
 const MODEL: PricedModel = { id: 'key-chat', input: 0, output: 100, maxOutput: 4096 };
@@ -255,5 +255,47 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       // The key that read /v1/usage (its request is recorded too) has no limit of its own.
       expect(adminView.by_key.find((k: { key_id: string }) => k.key_id !== limited.id)).toMatchObject({ monthly_limit_usd: null, month_spend_usd: '0.000000' });
     });
+  });
+});
+
+describe('key expiry on two replicas (issue 24)', () => {
+  let one: TestApp, two: TestApp, admin: AdminClient;
+  beforeAll(async () => {
+    // One after the other: two migration runs at once would collide.
+    one = await startTestApp();
+    two = await startTestApp();
+    admin = new AdminClient(one.url);
+  });
+  afterAll(async () => {
+    await Promise.all([one?.close(), two?.close()]);
+  });
+
+  /** Milliseconds until both replicas refuse `key` with 401 invalid_api_key (polled every 50 ms, up to 5 s). */
+  async function refusedOnBothWithin(key: string): Promise<number> {
+    const started = Date.now();
+    const refused = async (gw: TestApp) => {
+      for (;;) {
+        const err = await sdk(gw, key).models.list().then(() => null, (e) => e);
+        if (err) return expect(err).toMatchObject({ status: 401, code: 'invalid_api_key' });
+        if (Date.now() - started > 5000) throw new Error(`${gw.url} still serves the key`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await Promise.all([refused(one), refused(two)]);
+    return Date.now() - started;
+  }
+
+  it('refuses a cached key on both replicas within 2 s of its expires_at, and within 2 s of a PATCH that expires it', async () => {
+    const { accountId } = await admin.createAccount({ creditsUsd: '1' });
+    const expiresAt = Date.now() + 1500;
+    const timed = (await admin.request('POST', `/accounts/${accountId}/keys`, { expires_at: new Date(expiresAt).toISOString() })).body;
+    await Promise.all([sdk(one, timed.key).models.list(), sdk(two, timed.key).models.list()]); // both cache it
+    await new Promise((r) => setTimeout(r, expiresAt - Date.now()));
+    expect(await refusedOnBothWithin(timed.key)).toBeLessThan(2000);
+
+    const patched = (await admin.request('POST', `/accounts/${accountId}/keys`, {})).body;
+    await Promise.all([sdk(one, patched.key).models.list(), sdk(two, patched.key).models.list()]);
+    await admin.request('PATCH', `/keys/${patched.id}`, { expires_at: new Date(Date.now() - 1000).toISOString() });
+    expect(await refusedOnBothWithin(patched.key)).toBeLessThan(2000);
   });
 });
