@@ -144,10 +144,16 @@ describe('Admin API (/admin/v1)', () => {
       const id = await newAccount();
       const created = await admin.request('POST', `/accounts/${id}/keys`, { name: 'backend' });
       expect(created.status).toBe(201);
+      // The key's controls (DESIGN.md section 10) come with it: none set, nothing spent yet.
+      const controls = { monthly_limit_usd: null, month_spend_usd: '0.000000', expires_at: null, models: null };
       expect(created.body).toEqual({
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         key: expect.stringMatching(/^gwk_[0-9A-Za-z]{49}$/),
         created_at: expect.stringMatching(ISO),
+        name: 'backend',
+        prefix: created.body.key.slice(0, 10),
+        revoked_at: null,
+        ...controls,
       });
       const unnamed = await admin.request('POST', `/accounts/${id}/keys`, {});
       expect(unnamed.status).toBe(201);
@@ -157,8 +163,8 @@ describe('Admin API (/admin/v1)', () => {
       expect(listed.body).toEqual({
         object: 'list',
         data: [
-          { id: created.body.id, name: 'backend', prefix: created.body.key.slice(0, 10), created_at: created.body.created_at, revoked_at: null },
-          { id: unnamed.body.id, name: null, prefix: unnamed.body.key.slice(0, 10), created_at: expect.stringMatching(ISO), revoked_at: null },
+          { id: created.body.id, name: 'backend', prefix: created.body.key.slice(0, 10), created_at: created.body.created_at, revoked_at: null, ...controls },
+          { id: unnamed.body.id, name: null, prefix: unnamed.body.key.slice(0, 10), created_at: expect.stringMatching(ISO), revoked_at: null, ...controls },
         ],
       });
       const text = JSON.stringify(listed.body);

@@ -38,6 +38,22 @@ describe('admin CLI (npm run admin -- <command>)', () => {
   });
   afterAll(() => gw.close());
 
+  it('creates, updates and rotates a key with its controls (issue 24)', async () => {
+    const accountId: string = (await cli(['accounts', 'create', 'Keyed'])).json.id;
+    const created = await cli(['keys', 'create', accountId, '--name', 'svc', '--monthly-limit', '2.5', '--expires-at', '2099-01-01', '--models', 'dev-echo']);
+    expect(created.json).toMatchObject({ name: 'svc', monthly_limit_usd: '2.500000', expires_at: '2099-01-01T00:00:00.000Z', models: ['dev-echo'], month_spend_usd: '0.000000' });
+    const updated = await cli(['keys', 'update', created.json.id, '--monthly-limit', 'none', '--models', 'all']);
+    expect(updated.json).toMatchObject({ name: 'svc', monthly_limit_usd: null, expires_at: '2099-01-01T00:00:00.000Z', models: null });
+    const rotated = await cli(['keys', 'rotate', created.json.id, '--grace', '60']);
+    expect(rotated.json).toMatchObject({ name: 'svc', expires_at: '2099-01-01T00:00:00.000Z' });
+    expect(rotated.json.key).toMatch(/^gwk_/);
+    expect((await models(rotated.json.key)).status).toBe(200);
+    expect((await models(created.json.key)).status).toBe(200); // within its grace period
+    const bad = await cli(['keys', 'rotate', created.json.id, '--grace', 'soon']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('invalid_request_error');
+  });
+
   it('runs every command end to end against a running gateway', async () => {
     const created = await cli(['accounts', 'create', 'CLI', 'customer']);
     expect(created.code).toBe(0);

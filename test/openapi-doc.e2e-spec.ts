@@ -134,7 +134,7 @@ describe('OpenAPI document at /docs', () => {
   it("documents the chat, models and admin routes' own codes, bodies and media types", () => {
     const op = (route: string) => operations().find((o) => o.route === route)!.op;
     const chat = op('POST /v1/chat/completions');
-    expect(chat.responses['402']['x-error-codes']).toEqual(['insufficient_credits', 'monthly_limit_reached']);
+    expect(chat.responses['402']['x-error-codes']).toEqual(['insufficient_credits', 'monthly_limit_reached', 'key_limit_reached']);
     expect(chat.responses['400']['x-error-codes']).toEqual(
       expect.arrayContaining(['invalid_json', 'missing_model', 'unknown_model', 'model_not_hosted', 'invalid_request_error']),
     );

@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, UseGuards } from '@nestjs/common';
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode } from '../errors';
 import { ApiRoute, ApiRouteOptions } from '../openapi/api-route.decorator';
-import { account, adminUsageSummary, createdKey, jsonAnswer } from '../openapi/response-schemas';
+import { account, adminUsageSummary, createdKey, jsonAnswer, keyObject } from '../openapi/response-schemas';
+import { CatalogService } from '../models/catalog.service';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { parseIsoDate } from '../common/iso-date';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
@@ -10,7 +11,8 @@ import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { AdminService } from './admin.service';
 import { UsageQueryDto } from '../usage/dto/usage-query.dto';
 import { usagePeriod } from '../usage/usage-period';
-import { AddCreditsDto, CreateAccountDto, CreateKeyDto, SpendingLimitDto, SubscriptionDto } from './dto/admin.dto';
+import { AddCreditsDto, CreateAccountDto, CreateKeyDto, RotateKeyDto, SpendingLimitDto, SubscriptionDto, UpdateKeyDto } from './dto/admin.dto';
+import { keyControls } from './key-controls';
 
 const BODY_ERRORS = [ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.PayloadTooLarge];
 const AdminRoute = (summary: string, errors: ErrorCode[], success: ApiRouteOptions['success']) =>
@@ -21,7 +23,10 @@ const AdminRoute = (summary: string, errors: ErrorCode[], success: ApiRouteOptio
 @UseGuards(AdminTokenGuard, JsonBodyGuard)
 @Controller('admin/v1')
 export class AdminController {
-  constructor(private readonly admin: AdminService) {}
+  constructor(
+    private readonly admin: AdminService,
+    private readonly catalog: CatalogService,
+  ) {}
 
   @Post('accounts')
   @AdminRoute('Create an account (no credits, no spending limit, no subscription)', BODY_ERRORS, jsonAnswer(201, 'The account', account))
@@ -36,15 +41,35 @@ export class AdminController {
   }
 
   @Post('accounts/:id/keys')
-  @AdminRoute('Create an API key; the full key is shown only in this answer', [...BODY_ERRORS, ErrorCode.NotFound], jsonAnswer(201, 'The key', createdKey))
-  createKey(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: CreateKeyDto) {
-    return this.admin.createKey(id, body.name ?? null);
+  @AdminRoute(
+    'Create an API key, with its monthly limit, expiry and models; the full key is shown only in this answer',
+    [...BODY_ERRORS, ErrorCode.NotFound],
+    jsonAnswer(201, 'The key', createdKey),
+  )
+  createKey(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: CreateKeyDto, @Body('models') models: unknown) {
+    return this.admin.createKey(id, keyControls(body, models, this.catalog));
   }
 
   @Get('accounts/:id/keys')
-  @AdminRoute("List an account's keys, without secrets", [ErrorCode.NotFound], jsonAnswer(200, 'The keys', { type: 'array', items: { type: 'object' } }))
+  @AdminRoute("List an account's keys, without secrets", [ErrorCode.NotFound], jsonAnswer(200, 'The keys', { type: 'object', properties: { object: { type: 'string' }, data: { type: 'array', items: keyObject } } }))
   listKeys(@Param('id', UuidOrNotFoundPipe) id: string) {
     return this.admin.listKeys(id);
+  }
+
+  @Patch('keys/:id')
+  @AdminRoute('Change the named controls of a key: name, monthly limit, expiry, models (null clears one)', [...BODY_ERRORS, ErrorCode.NotFound], jsonAnswer(200, 'The key', keyObject))
+  updateKey(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: UpdateKeyDto, @Body('models') models: unknown) {
+    return this.admin.updateKey(id, keyControls(body, models, this.catalog));
+  }
+
+  @Post('keys/:id/rotate')
+  @AdminRoute(
+    'Replace a key by a new one sharing its limit, month spend, expiry and models; the old key works grace_s more seconds',
+    [...BODY_ERRORS, ErrorCode.NotFound],
+    jsonAnswer(201, 'The new key', createdKey),
+  )
+  rotateKey(@Param('id', UuidOrNotFoundPipe) id: string, @Body() body: RotateKeyDto) {
+    return this.admin.rotateKey(id, body.grace_s ?? 0);
   }
 
   @Delete('keys/:id')

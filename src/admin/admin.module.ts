@@ -3,13 +3,14 @@ import { AdminTokenModule } from '../admin-token/admin-token.module';
 import { BillingModule } from '../billing/billing.module';
 import { EntitlementsModule } from '../entitlements/entitlements.module';
 import { KeysModule } from '../keys/keys.module';
+import { ModelsModule } from '../models/models.module';
 import { UsageModule } from '../usage/usage.module';
 import { AdminController } from './admin.controller';
 import { AdminService } from './admin.service';
 import { DemoSeedService } from './demo-seed.service';
 
 @Module({
-  imports: [AdminTokenModule, BillingModule, EntitlementsModule, KeysModule, UsageModule],
+  imports: [AdminTokenModule, BillingModule, EntitlementsModule, KeysModule, ModelsModule, UsageModule],
   controllers: [AdminController],
   providers: [AdminService, DemoSeedService],
 })

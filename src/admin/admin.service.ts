@@ -3,10 +3,11 @@ import { QueryFailedError } from 'typeorm';
 import { AccountsService, AccountView } from '../billing/accounts.service';
 import { SubscriptionStatus } from '../billing/account.entity';
 import { ErrorCode, GatewayError } from '../errors';
-import { usdToMicros } from '../common/money';
+import { microsToUsd, usdToMicros } from '../common/money';
+import { monthKey } from '../common/month';
 import { SubscriptionService } from '../entitlements/subscription.service';
 import { ApiKey } from '../keys/api-key.entity';
-import { CreatedKey, KeysService } from '../keys/keys.service';
+import { KeyControls, KeysService } from '../keys/keys.service';
 import { UsagePeriod, UsageReportService } from '../usage/usage-report.service';
 
 export interface KeyView {
@@ -15,7 +16,15 @@ export interface KeyView {
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+  monthly_limit_usd: string | null;
+  /** This UTC month's spend of the key's budget: the key's, and that of the key it was rotated from. */
+  month_spend_usd: string;
+  expires_at: string | null;
+  models: string[] | null;
 }
+
+/** A key as created (or rotated): the full key, shown only in this answer. */
+export type CreatedKeyView = { id: string; key: string } & Omit<KeyView, 'id'>;
 
 @Injectable()
 export class AdminService {
@@ -35,20 +44,40 @@ export class AdminService {
     return this.accounts.view(id);
   }
 
-  async createKey(accountId: string, name: string | null): Promise<CreatedKey> {
+  async createKey(accountId: string, controls: KeyControls): Promise<CreatedKeyView> {
     await this.accounts.findOrFail(accountId);
-    return this.keys.create(accountId, name);
+    const { row, key } = await this.keys.create(accountId, controls);
+    const [view] = await this.keyViews([row]);
+    return { ...view, key };
   }
 
   async listKeys(accountId: string): Promise<{ object: 'list'; data: KeyView[] }> {
     await this.accounts.findOrFail(accountId);
-    return { object: 'list', data: (await this.keys.list(accountId)).map(keyView) };
+    return { object: 'list', data: await this.keyViews(await this.keys.list(accountId)) };
+  }
+
+  async updateKey(keyId: string, controls: KeyControls): Promise<KeyView> {
+    const key = await this.keys.update(keyId, controls);
+    if (!key) throw new GatewayError(ErrorCode.NotFound, `No key with id ${keyId}.`);
+    return (await this.keyViews([key]))[0];
+  }
+
+  async rotateKey(keyId: string, graceS: number): Promise<CreatedKeyView> {
+    const created = await this.keys.rotate(keyId, graceS);
+    if (!created) throw new GatewayError(ErrorCode.NotFound, `No key with id ${keyId} that is not revoked.`);
+    const [view] = await this.keyViews([created.row]);
+    return { ...view, key: created.key };
   }
 
   async revokeKey(keyId: string): Promise<KeyView> {
     const key = await this.keys.revoke(keyId);
     if (!key) throw new GatewayError(ErrorCode.NotFound, `No key with id ${keyId}.`);
-    return keyView(key);
+    return (await this.keyViews([key]))[0];
+  }
+
+  private async keyViews(keys: ApiKey[]): Promise<KeyView[]> {
+    const spend = await this.keys.monthSpend([...new Set(keys.map((k) => k.budgetId))], monthKey());
+    return keys.map((key) => keyView(key, spend.get(key.budgetId) ?? 0n));
   }
 
   async addCredits(accountId: string, amountUsd: number | string): Promise<AccountView> {
@@ -85,12 +114,16 @@ function isNumericOverflow(err: unknown): boolean {
   return err instanceof QueryFailedError && (err.driverError as { code?: string } | undefined)?.code === '22003';
 }
 
-function keyView(key: ApiKey): KeyView {
+function keyView(key: ApiKey, monthSpendMicros: bigint): KeyView {
   return {
     id: key.id,
     name: key.name,
     prefix: key.displayPrefix,
     created_at: key.createdAt.toISOString(),
     revoked_at: key.revokedAt?.toISOString() ?? null,
+    monthly_limit_usd: key.monthlyLimitMicros === null ? null : microsToUsd(key.monthlyLimitMicros),
+    month_spend_usd: microsToUsd(monthSpendMicros),
+    expires_at: key.expiresAt?.toISOString() ?? null,
+    models: key.models,
   };
 }

@@ -28,7 +28,7 @@ export class DemoSeedService {
     const account = await this.accounts.create('demo');
     await this.accounts.topUp(account.id, DEMO_CREDITS_MICROS);
     await this.subscriptions.set(account.id, 'trial', null);
-    const { key } = await this.keys.create(account.id, 'demo');
+    const { key } = await this.keys.create(account.id, { name: 'demo' });
     return { accountId: account.id, key };
   }
 }

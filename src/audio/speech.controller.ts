@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { InvalidBodyCode } from '../common/decorators/invalid-body-code.decorator';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { ErrorCode } from '../errors';
+import { assertModelAllowed } from '../keys/allowed-model';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { speechAudio, speechBody } from './dto/speech.schema';
@@ -35,6 +36,7 @@ export class SpeechController {
     auth: 'api_key',
     errors: [
       ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.MissingInput, ErrorCode.InvalidInput, ErrorCode.UnknownModel,
+      ErrorCode.ModelNotAllowed,
       ErrorCode.InputTooLong, ErrorCode.UnsupportedResponseFormat, ErrorCode.UpstreamRejected, ErrorCode.SubscriptionRequired,
       ErrorCode.FairUseLimitReached, ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.UpstreamError,
       ErrorCode.UpstreamUnavailable,
@@ -43,6 +45,7 @@ export class SpeechController {
     success: { status: 200, description: 'The audio in the requested format', content: speechAudio },
   })
   async speak(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(SpeechRequestPipe) request: SpeechRequest): Promise<void> {
+    assertModelAllowed(req.auth, request.model.id);
     const call = audioCall(req, res, meter, this.fairUse);
     await this.relay.relay(await this.audio.speak(call, request), request.responseFormat, res, call);
   }

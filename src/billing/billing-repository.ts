@@ -13,7 +13,7 @@ import { StatementBatcher } from './statement-batcher';
 /** A row of billing_lease_grow_batch. */
 export interface GrowRow extends DeclinedGrow {
   item: number;
-  outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached' | 'lease_gone' | 'lease_stale';
+  outcome: 'ok' | 'insufficient_credits' | 'monthly_limit_reached' | 'key_limit_reached' | 'lease_gone' | 'lease_stale';
   hold_micros: string;
   allowance: string;
   capped: boolean;
@@ -43,6 +43,7 @@ export interface HoldAsk {
 interface GrowItem {
   account: string;
   lease: string;
+  budget: string | null;
   known: boolean;
   claimed: string;
   prompt: number;
@@ -60,6 +61,8 @@ export interface SettleItem {
   account: string;
   lease: string;
   request: string;
+  budget: string | null;
+  key_lease: boolean;
   hold: string;
   release_rest: boolean;
   prompt: number;
@@ -112,6 +115,7 @@ export class BillingRepository {
     return this.grows.submit({
       account: lease.accountId,
       lease: lease.id,
+      budget: lease.budgetId,
       known: lease.known,
       claimed: claim.claimed.toString(),
       prompt: ask.promptTokens,
@@ -221,6 +225,8 @@ export function settleItem(reservation: Reservation, usage: TokenUsage, record: 
     account: reservation.accountId,
     lease: reservation.lease.id,
     request: reservation.requestId,
+    budget: reservation.budgetId,
+    key_lease: reservation.lease.budgetId !== null,
     hold: reservation.holdMicros.toString(),
     release_rest: releaseRest,
     prompt: usage.promptTokens,

@@ -10,7 +10,7 @@ import { declined } from './declined';
 import { Reservation, ReserveInput } from './reservation';
 import { costMicros, TokenPrices, tokenPrices } from './token-prices';
 
-export type { Reservation, ReserveInput } from './reservation';
+export type { KeyBudget, Reservation, ReserveInput } from './reservation';
 
 /** How long stop() keeps retrying writes that wait for the database before giving them up. */
 const STOP_PENDING_WRITES_MS = 5000;
@@ -48,11 +48,13 @@ export class BillingService {
     };
     const worstCase = costMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos);
     const held = (lease: BudgetLease, holdMicros: bigint, outputAllowance: number, capped: boolean): Reservation => {
-      return { requestId: input.requestId, accountId: input.accountId, prices, lease, holdMicros, outputAllowance, capped, done: false };
+      const budgetId = input.key?.budgetId ?? null;
+      return { requestId: input.requestId, accountId: input.accountId, budgetId, prices, lease, holdMicros, outputAllowance, capped, done: false };
     };
     let waitedForSettlements = false;
     for (;;) {
-      const lease = this.leases.of(input.accountId);
+      // A key with a limit of its own holds in its own lease on the account (docs/billing.md, "Key limits").
+      const lease = this.leases.of(input.accountId, input.key?.limited ? input.key.budgetId : null);
       if (lease.tryPlace(worstCase, Date.now())) return held(lease, worstCase, ask.requestedMaxTokens ?? ask.maxOutputTokens, false);
       const row = await this.leases.grow(lease, ask);
       if (!row) continue;

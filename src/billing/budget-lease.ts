@@ -60,6 +60,8 @@ export class BudgetLease {
   constructor(
     readonly accountId: string,
     readonly month: string,
+    /** A key budget's own lease (counted against the key's limit too); null: the account's shared lease. */
+    readonly budgetId: string | null = null,
   ) {}
 
   get size(): bigint {

@@ -17,14 +17,18 @@ export class BudgetLeases {
     private readonly track: (work: Promise<void>) => void,
   ) {}
 
-  /** The account's lease for requests now: a new one when it has none, or only a retired or last month's one. */
-  of(accountId: string): BudgetLease {
+  /**
+   * The account's lease for requests now (the shared one, or a key budget's own when `budgetId` is given): a
+   * new one when it has none, or only a retired or last month's one.
+   */
+  of(accountId: string, budgetId: string | null = null): BudgetLease {
     const month = monthKey();
-    let lease = this.current.get(accountId);
+    const name = leaseName(accountId, budgetId);
+    let lease = this.current.get(name);
     if (lease && lease.month !== month) this.retire(lease);
     if (!lease || lease.retired) {
-      lease = new BudgetLease(accountId, month);
-      this.current.set(accountId, lease);
+      lease = new BudgetLease(accountId, month, budgetId);
+      this.current.set(name, lease);
     }
     return lease;
   }
@@ -99,6 +103,11 @@ export class BudgetLeases {
 
   private detach(lease: BudgetLease): void {
     lease.retire();
-    if (this.current.get(lease.accountId) === lease) this.current.delete(lease.accountId);
+    const name = leaseName(lease.accountId, lease.budgetId);
+    if (this.current.get(name) === lease) this.current.delete(name);
   }
+}
+
+function leaseName(accountId: string, budgetId: string | null): string {
+  return budgetId === null ? accountId : `${accountId}/${budgetId}`;
 }

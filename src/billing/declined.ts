@@ -12,7 +12,7 @@ export interface DeclinedGrow {
   needed_micros: string;
 }
 
-/** The 402 of a declined hold: which limit binds, what is left of it, what was asked, what would fit. */
+/** The 402 of a declined hold: which limit binds (credits, the account's limit, the key's), what is left of it, what was asked, what would fit. */
 export function declined(row: DeclinedGrow, input: ReserveInput): GatewayError {
   const tokens = Number(row.affordable_tokens);
   const ask =
@@ -21,6 +21,13 @@ export function declined(row: DeclinedGrow, input: ReserveInput): GatewayError {
       : `${input.promptTokens} prompt tokens and max_tokens ${input.requestedMaxTokens} may cost up to ${usd(row.needed_micros)}`;
   const affordable =
     tokens > 0 ? `at most ${tokens} output tokens are affordable` : 'not even the prompt with one output token is affordable';
+  if (row.outcome === 'key_limit_reached') {
+    return new GatewayError(
+      ErrorCode.KeyLimitReached,
+      `This API key's monthly limit is reached: ${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} key limit remains, ` +
+        `but ${ask}; ${affordable} with this key. Raise the key's limit${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
+    );
+  }
   if (row.outcome === 'monthly_limit_reached') {
     return new GatewayError(
       ErrorCode.MonthlyLimitReached,

@@ -11,4 +11,6 @@ export class Hold {
   @Column('date') month: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
+  /** The key budget of a key's own lease (docs/billing.md, "Key limits"); null for the account's shared lease. */
+  @Column('uuid', { name: 'budget_id', nullable: true }) budgetId: string | null;
 }

@@ -2,9 +2,16 @@ import { CatalogEntry } from '../config/gateway-config.schema';
 import { BudgetLease } from './budget-lease';
 import { TokenPrices } from './token-prices';
 
+/** The API key's budget: its spend is counted per key; with a limit, its holds go in a lease of the key's own. */
+export interface KeyBudget {
+  budgetId: string;
+  limited: boolean;
+}
+
 export interface ReserveInput {
   accountId: string;
   requestId: string;
+  key?: KeyBudget;
   model: CatalogEntry;
   /** An upper bound of the prompt's tokens. */
   promptTokens: number;
@@ -23,6 +30,8 @@ export interface Reservation {
   /** True when the client set no limit and the allowance was cut to what is affordable (send it upstream). */
   capped: boolean;
   readonly accountId: string;
+  /** The key budget whose month spend counts the charge, if known. */
+  readonly budgetId: string | null;
   readonly prices: TokenPrices;
   /** The lease that holds it. */
   readonly lease: BudgetLease;

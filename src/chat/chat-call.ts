@@ -2,19 +2,27 @@ import type { Response } from 'express';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode } from '../errors';
+import { assertModelAllowed } from '../keys/allowed-model';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest } from './chat-request.pipe';
 import { ChatCall } from './chat.service';
 
-/** The call a controller over chat (chat completions, Responses) hands to ChatService, its meter told what it serves. */
+/**
+ * The call a controller over chat (chat completions, Responses) hands to ChatService, its meter told what it
+ * serves. A key's model list is checked here: after the body's 400s, before billing's 402s.
+ */
 export function chatCall(endpoint: string, req: GatewayRequest, res: Response, meter: UsageMeter, chat: ChatRequest): ChatCall {
   meter.describe({ model: chat.model.id, streamed: chat.stream });
-  return { endpoint, requestId: req.id, accountId: req.auth!.accountId, chat, meter, signal: abortOnClientClose(res) };
+  const { accountId, budgetId, limited } = req.auth!;
+  assertModelAllowed(req.auth, chat.model.id);
+  const key = budgetId ? { budgetId, limited: limited === true } : undefined;
+  return { endpoint, requestId: req.id, accountId, key, chat, meter, signal: abortOnClientClose(res) };
 }
 
 /** The error codes of a route served by ChatService (its own codes come after the API key's shared ones). */
 export const CHAT_ERRORS: ErrorCode[] = [
   ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted,
-  ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached, ErrorCode.NotFound,
+  ErrorCode.ModelNotAllowed, ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached,
+  ErrorCode.KeyLimitReached, ErrorCode.NotFound,
   ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError, ErrorCode.UpstreamUnavailable,
 ];

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { BillingService, Reservation } from '../billing/billing.service';
+import { BillingService, KeyBudget, Reservation } from '../billing/billing.service';
 import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
 import { MetricsService } from '../metrics/metrics.service';
@@ -18,6 +18,8 @@ export interface ChatCall {
   endpoint: string;
   requestId: string;
   accountId: string;
+  /** The API key's budget, and whether it has a monthly limit of its own (docs/billing.md, "Key limits"). */
+  key?: KeyBudget;
   chat: ChatRequest;
   meter: UsageMeter;
   /** Fires when the client goes away: the upstream call stops, no more tokens are produced. */
@@ -105,10 +107,11 @@ export class ChatService {
     this.charge(call, reservation, usage ?? (await this.counted(reservation, chat, produced)));
   }
 
-  private reserve({ accountId, requestId, chat }: ChatCall): Promise<Reservation> {
+  private reserve({ accountId, requestId, key, chat }: ChatCall): Promise<Reservation> {
     return this.billing.reserve({
       accountId,
       requestId,
+      key,
       model: chat.model,
       promptTokens: promptTokenBound(chat.body, chat.model.context_window),
       requestedMaxTokens: chat.maxTokens,

@@ -10,7 +10,9 @@ const USAGE = `Usage: npm run admin -- <command>
 
   accounts create <name>
   accounts show <account-id>
-  keys create <account-id> [--name <name>]
+  keys create <account-id> [--name <name>] [key controls]
+  keys update <key-id> [--name <name>] [key controls]
+  keys rotate <key-id> [--grace <seconds>]
   keys list <account-id>
   keys revoke <key-id>
   credits add <account-id> <amount-usd>
@@ -18,17 +20,29 @@ const USAGE = `Usage: npm run admin -- <command>
   subscription set <account-id> <trial|active|none> [--ends-at <ISO 8601>]
   usage show <account-id> [--from <date>] [--to <date>]
 
+Key controls: --monthly-limit <amount-usd|none>  --expires-at <ISO 8601|none>  --models <id,id,…|all>
+(an update changes only the controls it names; none/all clears one)
+
 Environment: GATEWAY_URL (default http://localhost:8080), ADMIN_TOKEN (required).`;
 
 interface ApiCall {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   body?: Record<string, unknown>;
 }
 
 class UsageError extends Error {}
 
-type Options = { name?: string; 'ends-at'?: string; from?: string; to?: string };
+type Options = {
+  name?: string;
+  'ends-at'?: string;
+  from?: string;
+  to?: string;
+  'monthly-limit'?: string;
+  'expires-at'?: string;
+  models?: string;
+  grace?: string;
+};
 
 /** Maps the command line to one admin API call. */
 export function toApiCall(words: string[], options: Options): ApiCall {
@@ -43,7 +57,13 @@ export function toApiCall(words: string[], options: Options): ApiCall {
     case 'accounts show':
       return { method: 'GET', path: `/accounts/${need(1)[0]}` };
     case 'keys create':
-      return { method: 'POST', path: `/accounts/${need(1)[0]}/keys`, body: options.name ? { name: options.name } : {} };
+      return { method: 'POST', path: `/accounts/${need(1)[0]}/keys`, body: keyControls(options) };
+    case 'keys update':
+      return { method: 'PATCH', path: `/keys/${need(1)[0]}`, body: keyControls(options) };
+    case 'keys rotate': {
+      const [id] = need(1);
+      return { method: 'POST', path: `/keys/${id}/rotate`, body: options.grace === undefined ? {} : { grace_s: /^\d+$/.test(options.grace) ? Number(options.grace) : options.grace } };
+    }
     case 'keys list':
       return { method: 'GET', path: `/accounts/${need(1)[0]}/keys` };
     case 'keys revoke':
@@ -75,6 +95,16 @@ export function toApiCall(words: string[], options: Options): ApiCall {
   }
 }
 
+/** The key controls named on the command line (DESIGN.md section 10): none/all is null, the API's "no control". */
+function keyControls(options: Options): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (options.name) body.name = options.name;
+  if (options['monthly-limit'] !== undefined) body.monthly_limit_usd = options['monthly-limit'] === 'none' ? null : options['monthly-limit'];
+  if (options['expires-at'] !== undefined) body.expires_at = options['expires-at'] === 'none' ? null : options['expires-at'];
+  if (options.models !== undefined) body.models = options.models === 'all' ? null : options.models.split(',').map((id) => id.trim()).filter(Boolean);
+  return body;
+}
+
 function missing(what: string): never {
   throw new UsageError(`Missing ${what}.`);
 }
@@ -88,6 +118,10 @@ async function main(argv: string[]): Promise<number> {
       'ends-at': { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      'monthly-limit': { type: 'string' },
+      'expires-at': { type: 'string' },
+      models: { type: 'string' },
+      grace: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

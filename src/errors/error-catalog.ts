@@ -24,6 +24,7 @@ export function describeErrorCode(code: ErrorCode): ErrorShape {
     case ErrorCode.MissingModel:
     case ErrorCode.UnknownModel:
     case ErrorCode.ModelNotHosted:
+    case ErrorCode.ModelNotAllowed:
     case ErrorCode.MissingInput:
     case ErrorCode.InvalidInput:
     case ErrorCode.InputTooLong:
@@ -39,6 +40,7 @@ export function describeErrorCode(code: ErrorCode): ErrorShape {
       return { status: 401, type: 'authentication_error' };
     case ErrorCode.InsufficientCredits:
     case ErrorCode.MonthlyLimitReached:
+    case ErrorCode.KeyLimitReached:
     case ErrorCode.SubscriptionRequired:
     case ErrorCode.FairUseLimitReached:
       return { status: 402, type: 'insufficient_quota' };

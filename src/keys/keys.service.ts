@@ -9,6 +9,11 @@ import { ApiKey } from './api-key.entity';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
 import { UnknownKeys } from './unknown-keys';
 
+/** A cached key as a request sees it; null once the key has expired (checked at every use, so on every replica at once). */
+function usable(entry: CachedKey): AuthContext | null {
+  return entry.keyExpiresAt !== null && entry.keyExpiresAt <= Date.now() ? null : entry;
+}
+
 const REVOCATION_CHANNEL = 'api_key_revoked';
 /** A created key's hash: every replica forgets that it did not know it (docs/decisions.md, "Guessing"). */
 const CREATION_CHANNEL = 'api_key_created';
@@ -22,12 +27,22 @@ const RECONNECT_DELAY_MS = 1_000;
 
 interface CachedKey extends AuthContext {
   expiresAt: number;
+  /** When the key itself expires (ms since the epoch), checked at every use; null: never. */
+  keyExpiresAt: number | null;
 }
 
+/** A key row with the full key, shown only in the answer that created it. */
 export interface CreatedKey {
-  id: string;
+  row: ApiKey;
   key: string;
-  created_at: string;
+}
+
+/** The operator's controls of a key (DESIGN.md section 10); a field left undefined is not changed. */
+export interface KeyControls {
+  name?: string | null;
+  monthlyLimitMicros?: bigint | null;
+  expiresAt?: Date | null;
+  models?: string[] | null;
 }
 
 @Injectable()
@@ -61,7 +76,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented);
     const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > Date.now()) return cached;
+    if (cached && cached.expiresAt > Date.now()) return usable(cached);
     if (this.unknown.has(hash)) return null;
     const generation = this.invalidations;
     const creationsBefore = this.creations;
@@ -72,24 +87,88 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       if (this.listener && creationsBefore === this.creations) this.unknown.add(hash);
       return null;
     }
-    const entry = { accountId: row.accountId, keyId: row.id, expiresAt: Date.now() + CACHE_TTL_MS };
+    const entry: CachedKey = {
+      accountId: row.accountId,
+      keyId: row.id,
+      budgetId: row.budgetId,
+      limited: row.monthlyLimitMicros !== null,
+      models: row.models,
+      expiresAt: Date.now() + CACHE_TTL_MS,
+      keyExpiresAt: row.expiresAt?.getTime() ?? null,
+    };
     // A revocation noticed while the row was read may be this key's: the row may predate it.
     if (generation === this.invalidations) this.cache.set(hash, entry);
-    return entry;
+    return usable(entry);
   }
 
-  async create(accountId: string, name: string | null): Promise<CreatedKey> {
-    const key = generateApiKey();
-    const hash = hashApiKey(key);
-    const row = await this.keys.manager.transaction(async (tx) => {
-      const saved = await tx.save(tx.create(ApiKey, { accountId, name, keyHash: hash, displayPrefix: displayPrefix(key) }));
-      // Delivered at commit: other replicas hear of the key once it can be read, never of a rolled-back one.
-      await tx.query(`SELECT pg_notify($1, $2)`, [CREATION_CHANNEL, hash]);
-      return saved;
+  async create(accountId: string, controls: KeyControls = {}): Promise<CreatedKey> {
+    return this.insert({
+      accountId,
+      name: controls.name ?? null,
+      monthlyLimitMicros: controls.monthlyLimitMicros?.toString() ?? null,
+      expiresAt: controls.expiresAt ?? null,
+      models: controls.models ?? null,
     });
-    // Clients use a new key at once, often on this replica: its own cache must not wait for the notice.
-    this.learnCreated(hash);
-    return { id: row.id, key, created_at: row.createdAt.toISOString() };
+  }
+
+  /**
+   * Changes the named controls of a key and tells every replica to read it again. A limit belongs to the key's
+   * budget, so it changes for the key it was rotated from (or to) as well. Null for an unknown key.
+   */
+  async update(keyId: string, controls: KeyControls): Promise<ApiKey | null> {
+    const hashes = await this.keys.manager.transaction(async (tx) => {
+      const [row] = await tx.query(`SELECT key_hash, budget_id FROM api_keys WHERE id = $1 FOR UPDATE`, [keyId]);
+      if (!row) return null;
+      const sets: string[] = [];
+      const values: unknown[] = [keyId];
+      const set = (column: string, value: unknown) => sets.push(`${column} = $${values.push(value)}`);
+      if (controls.name !== undefined) set('name', controls.name);
+      if (controls.expiresAt !== undefined) set('expires_at', controls.expiresAt);
+      if (controls.models !== undefined) set('models', controls.models);
+      if (sets.length > 0) await tx.query(`UPDATE api_keys SET ${sets.join(', ')} WHERE id = $1`, values);
+      if (controls.monthlyLimitMicros === undefined) return [row.key_hash as string];
+      const [budgetKeys]: [Array<{ key_hash: string }>, number] = await tx.query(
+        `UPDATE api_keys SET monthly_limit_micros = $2 WHERE budget_id = $1 RETURNING key_hash`,
+        [row.budget_id, controls.monthlyLimitMicros?.toString() ?? null],
+      );
+      return budgetKeys.map((k) => k.key_hash);
+    });
+    if (!hashes) return null;
+    await this.invalidate(hashes);
+    return this.keys.findOneByOrFail({ id: keyId });
+  }
+
+  /**
+   * A new key in place of `keyId`: same account, name, limit, expiry and models, and the same budget, so
+   * the two share one month spend and one limit. The old key expires `graceS` seconds from now (or
+   * earlier, when it was to expire before). Null for an unknown or revoked key.
+   */
+  async rotate(keyId: string, graceS: number): Promise<CreatedKey | null> {
+    const [old] = await this.keys.query(`SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, [keyId]);
+    if (!old) return null;
+    const created = await this.insert(
+      {
+        accountId: old.account_id,
+        name: old.name,
+        monthlyLimitMicros: old.monthly_limit_micros,
+        expiresAt: old.expires_at,
+        models: old.models,
+        budgetId: old.budget_id,
+      },
+      `UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + $2 * interval '1 second') WHERE id = $1`,
+      [keyId, graceS],
+    );
+    await this.invalidate([old.key_hash]);
+    return created;
+  }
+
+  /** Spend this UTC month of each key budget (spent by any of its keys), in micro-USD. */
+  async monthSpend(budgetIds: string[], month: string): Promise<Map<string, bigint>> {
+    const rows: Array<{ budget_id: string; spend_micros: string }> = await this.keys.query(
+      `SELECT budget_id, spend_micros FROM key_monthly_counters WHERE budget_id = ANY($1::uuid[]) AND month = $2`,
+      [budgetIds, month],
+    );
+    return new Map(rows.map((r) => [r.budget_id, BigInt(r.spend_micros)]));
   }
 
   list(accountId: string): Promise<ApiKey[]> {
@@ -108,6 +187,30 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     this.forget(hash);
     await this.keys.query(`SELECT pg_notify($1, $2)`, [REVOCATION_CHANNEL, hash]);
     return this.keys.findOneByOrFail({ id: keyId });
+  }
+
+  /** Inserts a key (with `alsoSql` in the same transaction) and tells every replica of it. */
+  private async insert(values: Partial<ApiKey>, alsoSql?: string, alsoValues?: unknown[]): Promise<CreatedKey> {
+    const key = generateApiKey();
+    const hash = hashApiKey(key);
+    const row = await this.keys.manager.transaction(async (tx) => {
+      if (alsoSql) await tx.query(alsoSql, alsoValues);
+      const saved = await tx.save(tx.create(ApiKey, { ...values, keyHash: hash, displayPrefix: displayPrefix(key) }));
+      // Delivered at commit: other replicas hear of the key once it can be read, never of a rolled-back one.
+      await tx.query(`SELECT pg_notify($1, $2)`, [CREATION_CHANNEL, hash]);
+      return saved;
+    });
+    // Clients use a new key at once, often on this replica: its own cache must not wait for the notice.
+    this.learnCreated(hash);
+    return { row: await this.keys.findOneByOrFail({ id: row.id }), key };
+  }
+
+  /** Drops these keys from every replica's cache (the revocation notice), so the next use reads them again. */
+  private async invalidate(hashes: string[]): Promise<void> {
+    for (const hash of hashes) {
+      this.forget(hash);
+      await this.keys.query(`SELECT pg_notify($1, $2)`, [REVOCATION_CHANNEL, hash]);
+    }
   }
 
   private forget(hash: string): void {

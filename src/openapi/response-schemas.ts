@@ -38,7 +38,21 @@ export const account = object({
   fair_use: object({ used: number, allowance: number, resets_at: string }),
 });
 
-export const createdKey = object({ id: string, key: string, created_at: string });
+const keyProperties: Record<string, SchemaObject> = {
+  id: string,
+  name: { type: 'string', nullable: true },
+  prefix: string,
+  created_at: string,
+  revoked_at: { type: 'string', nullable: true },
+  monthly_limit_usd: { type: 'string', nullable: true },
+  month_spend_usd: string,
+  expires_at: { type: 'string', nullable: true },
+  models: { type: 'array', items: string, nullable: true },
+};
+
+export const keyObject = object(keyProperties);
+
+export const createdKey = object({ ...keyProperties, key: string });
 
 export const modelObject = object({ id: string, object: { type: 'string', enum: ['model'] }, created: number, owned_by: string });
 

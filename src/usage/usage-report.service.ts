@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ErrorCode, GatewayError } from '../errors';
 import { microsToUsd } from '../common/money';
+import { monthKey } from '../common/month';
 import { CatalogService } from '../models/catalog.service';
 
 /** How many of the latest requests a summary holds; the rest are read page by page with `latestPage`. */
@@ -26,6 +27,15 @@ interface TotalsRow {
   audio_seconds: string;
   input_chars: string;
   cost_micros: string;
+}
+
+interface KeyRow {
+  key_id: string;
+  key_name: string | null;
+  display_prefix: string;
+  revoked_at: Date | null;
+  monthly_limit_micros: string | null;
+  month_spend_micros: string | null;
 }
 
 interface StatusCountRow {
@@ -82,12 +92,15 @@ export class UsageReportService {
     const totalsSql = totalsColumns('');
     const [totals, byKey, byModel, byEndpoint, daily, latest] = await Promise.all([
       this.db.query(`SELECT ${totalsSql} FROM usage_records WHERE ${IN_PERIOD}`, params),
+      // Each key's spend this UTC month against its own limit (key controls), whatever the period asked for.
       this.db.query(
-        `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, ${totalsColumns('u.')}
+        `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, k.monthly_limit_micros,
+                (SELECT c.spend_micros FROM key_monthly_counters c WHERE c.budget_id = k.budget_id AND c.month = $4) AS month_spend_micros,
+                ${totalsColumns('u.')}
            FROM usage_records u JOIN api_keys k ON k.id = u.key_id
           WHERE u.account_id = $1 AND u.created_at >= $2 AND u.created_at < $3
-          GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at ORDER BY u.key_id`,
-        params,
+          GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at, k.monthly_limit_micros, k.budget_id ORDER BY u.key_id`,
+        [...params, monthKey()],
       ),
       // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the table.
       this.db.query(
@@ -113,11 +126,13 @@ export class UsageReportService {
       from: period.from.toISOString(),
       to: period.to.toISOString(),
       totals: renderTotals(totals[0]),
-      by_key: byKey.map((r: TotalsRow & { key_id: string; key_name: string | null; display_prefix: string; revoked_at: Date | null }) => ({
+      by_key: byKey.map((r: TotalsRow & KeyRow) => ({
         key_id: r.key_id,
         key_name: r.key_name,
         key_prefix: r.display_prefix,
         revoked_at: r.revoked_at?.toISOString() ?? null,
+        monthly_limit_usd: r.monthly_limit_micros === null ? null : microsToUsd(r.monthly_limit_micros),
+        month_spend_usd: microsToUsd(r.month_spend_micros ?? 0),
         ...renderTotals(r),
       })),
       by_model: byModel.map((r: TotalsRow & { model: string | null; unknown: boolean }) => ({

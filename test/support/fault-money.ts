@@ -55,6 +55,29 @@ export async function moneyInvariantViolations(cluster: FaultCluster): Promise<s
     for (const r of over) {
       problems.push(`account ${r.id}: over a limit (balance ${r.balance}, reserved ${r.reserved}, month ${r.month} spend ${r.spend}, limit ${r.lim})`);
     }
+
+    // Key budgets (key controls): spend = the charges of their keys' requests, held = their own leases, spend ≤ the key limit.
+    const keySpend = await q<{ budget_id: string; month: string; spend: string; charges: string }>(`
+      SELECT c.budget_id, c.month::text, c.spend_micros AS spend, COALESCE(ch.total, 0) AS charges
+        FROM key_monthly_counters c
+        LEFT JOIN (SELECT k.budget_id, date_trunc('month', l.created_at AT TIME ZONE 'UTC')::date AS month, -sum(l.amount_micros) AS total
+                     FROM ledger_entries l JOIN usage_records u ON u.request_id = l.request_id JOIN api_keys k ON k.id = u.key_id
+                    WHERE l.kind = 'charge' GROUP BY 1, 2) ch
+          ON ch.budget_id = c.budget_id AND ch.month = c.month
+       WHERE c.spend_micros <> COALESCE(ch.total, 0)`);
+    for (const r of keySpend) problems.push(`key budget ${r.budget_id} month ${r.month}: spend ${r.spend} ≠ sum of its keys' charges ${r.charges}`);
+    const keyHeld = await q<{ budget_id: string; month: string; held: string; holds: string }>(`
+      SELECT c.budget_id, c.month::text, c.held_micros AS held, COALESCE(h.total, 0) AS holds
+        FROM key_monthly_counters c
+        LEFT JOIN (SELECT budget_id, month, sum(amount_micros) AS total FROM holds WHERE budget_id IS NOT NULL GROUP BY 1, 2) h
+          ON h.budget_id = c.budget_id AND h.month = c.month
+       WHERE c.held_micros <> COALESCE(h.total, 0)`);
+    for (const r of keyHeld) problems.push(`key budget ${r.budget_id} month ${r.month}: held ${r.held} ≠ sum of its leases ${r.holds}`);
+    const keyOver = await q<{ budget_id: string; month: string; spend: string; lim: string }>(`
+      SELECT c.budget_id, c.month::text, c.spend_micros AS spend, k.lim
+        FROM key_monthly_counters c JOIN (SELECT budget_id, max(monthly_limit_micros) AS lim FROM api_keys GROUP BY 1) k ON k.budget_id = c.budget_id
+       WHERE k.lim IS NOT NULL AND c.spend_micros > k.lim`);
+    for (const r of keyOver) problems.push(`key budget ${r.budget_id} month ${r.month}: spend ${r.spend} over its limit ${r.lim}`);
     return problems;
   });
 }

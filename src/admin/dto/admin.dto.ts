@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min, Validate, ValidateIf } from 'class-validator';
 import { IsoDate } from '../../common/validation/iso-date.validator';
 import { StorableText } from '../../common/validation/storable-text.validator';
 import { UsdAmount } from './usd-amount.validator';
@@ -14,9 +14,30 @@ export class CreateAccountDto {
   @IsString() @IsNotEmpty() @MaxLength(MAX_NAME_LENGTH) @Validate(StorableText) name: string;
 }
 
+/** Longest grace period of a rotation: one day. */
+export const MAX_GRACE_S = 86_400;
+
+/**
+ * A key's controls (DESIGN.md section 10), at creation and in a PATCH (which changes only the fields it
+ * names; null clears one). `models` is checked here as an array only: its ids against the catalog by the
+ * admin service, which reads the body's own array (the validation pipe hands DTOs arrays emptied).
+ */
 export class CreateKeyDto {
-  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH })
-  @IsOptional() @IsString() @MaxLength(MAX_NAME_LENGTH) @Validate(StorableText) name?: string;
+  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, nullable: true })
+  @IsOptional() @IsString() @MaxLength(MAX_NAME_LENGTH) @Validate(StorableText) name?: string | null;
+  @ApiPropertyOptional({ ...USD_AMOUNT, nullable: true, description: 'Monthly limit of the key (UTC calendar month), USD, at most 6 decimals; null: none' })
+  @IsOptional() @Validate(UsdAmount, [{ positive: false }]) monthly_limit_usd?: number | string | null;
+  @ApiPropertyOptional({ format: 'date-time', nullable: true, description: 'When the key stops working (YYYY-MM-DD, or RFC 3339 with Z or ±HH:MM); null: never' })
+  @IsOptional() @Validate(IsoDate) expires_at?: string | null;
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string' }, minItems: 1, nullable: true, description: 'Catalog ids the key may use for chat, Responses and speech; null: all' })
+  @IsOptional() @IsArray() models?: string[] | null;
+}
+
+export class UpdateKeyDto extends CreateKeyDto {}
+
+export class RotateKeyDto {
+  @ApiPropertyOptional({ minimum: 0, maximum: MAX_GRACE_S, default: 0, description: 'Seconds the old key keeps working' })
+  @ValidateIf((_, v) => v !== undefined) @IsInt() @Min(0) @Max(MAX_GRACE_S) grace_s?: number;
 }
 
 export class AddCreditsDto {

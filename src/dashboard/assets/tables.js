@@ -45,10 +45,16 @@ export function renderByKey(byKey) {
     (k) => [
       { text: k.key_name || '(unnamed)', extra: [element('span', { className: 'key-prefix', textContent: k.key_prefix }), ...revokedMark(k.revoked_at)], col: 'key' },
       ...totalsCells(k),
+      { text: monthAgainstLimit(k), col: 'month_spend', num: true },
     ],
     (k) => ({ keyId: k.key_id, ...(k.revoked_at ? { revokedAt: k.revoked_at } : {}) }),
     (k) => (k.revoked_at ? 'revoked-key' : ''),
   );
+}
+
+/** The key's spend this UTC month against its own monthly limit (key controls), whatever the period shown. */
+function monthAgainstLimit(k) {
+  return k.monthly_limit_usd === null ? `${k.month_spend_usd} (no limit)` : `${k.month_spend_usd} of ${k.monthly_limit_usd}`;
 }
 
 // Ids outside the catalog come as one row (unknown: true): whatever clients sent, never a row each.
