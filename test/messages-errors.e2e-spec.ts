@@ -97,6 +97,24 @@ describe('POST /v1/messages: errors in Anthropic\'s envelope, surfaced as the SD
     await expectUncharged(limited.accountId, 1_000_000n);
   });
 
+  it("a key's controls hold here too: 400 model_not_allowed for a model outside its list, 402 key_limit_reached over its limit; nothing called or charged", async () => {
+    const { accountId, key: accountKey } = await admin.createAccount({ creditsUsd: '1' });
+    const newKey = async (controls: object) => (await admin.request('POST', `/accounts/${accountId}/keys`, { name: 'k', ...controls })).body.key as string;
+    const calls = fake.requests.length;
+
+    const notAllowed = await sdkError(anthropic(gw, await newKey({ models: [BROKEN.id] })).messages.create(HELLO));
+    expect(notAllowed).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(notAllowed.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'model_not_allowed', param: 'model' } });
+
+    const overLimit = await sdkError(anthropic(gw, await newKey({ monthly_limit_usd: '0.000001' })).messages.create(HELLO));
+    expect(overLimit).toBeInstanceOf(Anthropic.APIError);
+    expect([overLimit.status, overLimit.error]).toEqual([402, { type: 'error', error: expect.objectContaining({ type: 'billing_error', code: 'key_limit_reached' }) }]);
+
+    expect(fake.requests).toHaveLength(calls);
+    await expectUncharged(accountId, 1_000_000n);
+    expect((await anthropic(gw, accountKey).messages.create(HELLO)).type).toBe('message');
+  });
+
   it('404 not_found_error for another method on the route; 413 request_too_large for a body over the limit', async () => {
     const { key } = await admin.createAccount({ creditsUsd: '1' });
     const client = anthropic(gw, key);
