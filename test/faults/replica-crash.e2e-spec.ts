@@ -131,6 +131,55 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
       },
     ),
   );
+
+  it(
+    "a limited key's lease on the killed replica: its budget's held money is back within 15 s, the key is then served on the survivors, never over its limit",
+    withReplicaLogs(
+      () => cluster,
+      async () => {
+        // Two live replicas (the test before killed the third, if it ran): one dies, the other serves.
+        const [survivor, victim] = cluster.gateways.filter((g) => g.exit === null);
+        const hold = await holdOfOneRequest();
+        // A rich account, and a key whose limit has room for one such request, not two.
+        const rich = await cluster.admin.createAccount({ creditsUsd: 50 });
+        const created = await cluster.admin.request('POST', `/accounts/${rich.accountId}/keys`, { name: 'limited', monthly_limit_usd: microsToUsd((hold * 3n) / 2n) });
+        expect(created.status).toBe(201);
+        const key: string = created.body.key;
+        const [{ budget_id: budgetId }] = await cluster.query<{ budget_id: string }>(`SELECT budget_id FROM api_keys WHERE id = $1`, [created.body.id]);
+        for (const g of [survivor, victim]) expect((await timedGet(`${g.url}/v1/models`, key)).status).toBe(200);
+
+        const requestsBefore = cluster.upstream.requests.length;
+        cluster.upstream.failNext('hang');
+        const inFlight = timedChat(victim, key, { maxTokens: MAX_TOKENS, timeoutMs: 30_000 });
+        await cluster.upstream.waitFor(() => cluster.upstream.requests.length > requestsBefore);
+        const starvedMeanwhile = await timedChat(survivor, key, { maxTokens: MAX_TOKENS });
+
+        await victim.kill9();
+        const killedAt = Date.now();
+        await inFlight;
+        let backAt: number | null = null;
+        while (Date.now() - killedAt < LEASE_BACK_BOUND_MS + 10_000) {
+          const [budget] = await cluster.query<{ held: string }>(`SELECT COALESCE(sum(held_micros), 0) AS held FROM key_monthly_counters WHERE budget_id = $1`, [budgetId]);
+          if (BigInt(budget.held) === 0n) {
+            backAt = Date.now();
+            break;
+          }
+          await sleep(100);
+        }
+        const after = await timedChat(survivor, key, { maxTokens: MAX_TOKENS });
+        timings.push(`limited key, replica kill -9: key budget's hold back ${backAt === null ? 'never' : `${backAt - killedAt} ms`} after the kill; survivor meanwhile: ${starvedMeanwhile.status} ${starvedMeanwhile.code}; after: ${after.status}`);
+
+        expect([starvedMeanwhile.status, starvedMeanwhile.code]).toEqual([402, 'key_limit_reached']);
+        expect(backAt).not.toBeNull();
+        expect(backAt! - killedAt).toBeLessThanOrEqual(LEASE_BACK_BOUND_MS);
+        expect([after.status, after.code]).toEqual([200, null]);
+        await sleep(1500);
+        const charged = await cluster.query<{ request_id: string }>(`SELECT request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [rich.accountId]);
+        expect(charged.map((c) => c.request_id)).toEqual([after.requestId]);
+        expect(await moneyInvariantViolations(cluster)).toEqual([]);
+      },
+    ),
+  );
 });
 
 function microsToUsd(micros: bigint): string {
