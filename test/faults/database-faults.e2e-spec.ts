@@ -19,9 +19,17 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
   let cluster: FaultCluster;
   const timings = useFaultCluster({ replicas: 3 }, 'PostgreSQL fault timings', (started) => (cluster = started));
 
-  /** A funded account whose key every replica has cached (GET /v1/models) and used for chat. */
-  async function warmAccount(): Promise<{ accountId: string; key: string }> {
+  /**
+   * A funded account whose key every replica has cached (GET /v1/models) and used for chat; with
+   * `keyLimitUsd`, a key of its own monthly limit (it holds in a budget lease of its own: docs/billing.md, "Key limits").
+   */
+  async function warmAccount(keyLimitUsd?: number): Promise<{ accountId: string; key: string }> {
     const account = await cluster.admin.createAccount({ creditsUsd: 50, monthlyLimitUsd: 40 });
+    if (keyLimitUsd !== undefined) {
+      const limited = await cluster.admin.request('POST', `/accounts/${account.accountId}/keys`, { name: 'limited', monthly_limit_usd: keyLimitUsd });
+      expect(limited.status).toBe(201);
+      account.key = limited.body.key;
+    }
     for (const g of cluster.gateways) {
       expect((await timedGet(`${g.url}/v1/models`, account.key)).status).toBe(200);
       const warm = await timedChat(g, account.key);
@@ -100,11 +108,12 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
 
   for (const fault of ['clean stop', 'kill -9'] as const) {
     it(
-      `${fault} of PostgreSQL under load, then restart on the same data: 503 within 2 s meanwhile, every replica back within 5 s, each 200 charged once`,
+      `${fault} of PostgreSQL under load${fault === 'kill -9' ? ' (a key with its own limit)' : ''}, then restart on the same data: 503 within 2 s meanwhile, every replica back within 5 s, each 200 charged once`,
       withReplicaLogs(
         () => cluster,
         async () => {
-          const { key } = await warmAccount();
+          // The kill -9 round runs on a key with a monthly limit of its own: its lease, settled across the fault, too.
+          const { key } = await warmAccount(fault === 'kill -9' ? 30 : undefined);
           const load = startLoad(cluster.gateways, key);
           await sleep(800);
 
