@@ -1,15 +1,11 @@
 import { Inject, Injectable, PipeTransform } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
 import { ErrorCode, GatewayError } from '../errors';
-import { scalarFields } from '../common/json/scalar-fields';
-import { constraintMessage } from '../common/validation/constraint-message';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, SPEECH_FORMATS, SpeechFormat } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
 import { resolveVoice } from '../models/speech-voice';
-import { SPEECH_FIELDS, SpeechRequestDto } from './dto/speech-request.dto';
+import { checkSpeechBody } from './dto/speech.schema';
 
 /** A speech request that passed validation, with its catalog model and every default applied. */
 export interface SpeechRequest {
@@ -21,6 +17,14 @@ export interface SpeechRequest {
   voice: string;
   responseFormat: SpeechFormat;
   speed: number;
+}
+
+/** The fields as speechBody has checked them (null: the default). */
+interface CheckedSpeechFields extends Record<string, unknown> {
+  input: string;
+  voice?: string | null;
+  response_format?: SpeechFormat | null;
+  speed?: number | null;
 }
 
 /** Which code a failed field check answers (SPEC.md's speech codes). */
@@ -50,23 +54,21 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
     if (fields.input === undefined || fields.input === null) {
       throw new GatewayError(ErrorCode.MissingInput, 'You must provide the input text to speak.', 'input');
     }
-    // Only the DTO's fields, nested values emptied: class-transformer's copy of a client's object is not linear.
-    const dto = plainToInstance(SpeechRequestDto, scalarFields(fields, SPEECH_FIELDS));
-    const [problem] = validateSync(dto, { forbidUnknownValues: false });
+    const problem = checkSpeechBody(fields);
     if (problem) {
-      const message = constraintMessage(problem.constraints);
-      throw new GatewayError(FIELD_CODES[problem.property] ?? ErrorCode.InvalidRequest, `Invalid ${problem.property}: ${message}.`, problem.property);
+      throw new GatewayError(FIELD_CODES[problem.path] ?? ErrorCode.InvalidRequest, `Invalid ${problem.path}: ${problem.message}.`, problem.path);
     }
+    const checked = fields as CheckedSpeechFields;
 
-    const inputChars = [...dto.input].length;
+    const inputChars = [...checked.input].length;
     const maxChars = this.config.limits.speech_max_input_chars;
     if (inputChars > maxChars) {
       throw new GatewayError(ErrorCode.InputTooLong, `input has ${inputChars} characters; the maximum is ${maxChars}.`, 'input');
     }
-    const voice = resolveVoice(model, dto.voice);
+    const voice = resolveVoice(model, checked.voice);
     const formats = model.response_formats ?? SPEECH_FORMATS;
     // mp3 is the default, as in OpenAI's API, unless the model does not offer it.
-    const responseFormat = dto.response_format ?? (formats.includes('mp3') ? 'mp3' : formats[0]);
+    const responseFormat = checked.response_format ?? (formats.includes('mp3') ? 'mp3' : formats[0]);
     if (!formats.includes(responseFormat)) {
       throw new GatewayError(
         ErrorCode.UnsupportedResponseFormat,
@@ -74,6 +76,6 @@ export class SpeechRequestPipe implements PipeTransform<unknown, SpeechRequest> 
         'response_format',
       );
     }
-    return { model, input: dto.input, inputChars, voice, responseFormat, speed: dto.speed ?? 1 };
+    return { model, input: checked.input, inputChars, voice, responseFormat, speed: checked.speed ?? 1 };
   }
 }

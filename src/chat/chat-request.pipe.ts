@@ -1,12 +1,12 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ErrorCode, GatewayError } from '../errors';
-import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
-import { validatedDto } from '../common/validation/validated-dto';
+import { isJsonObject } from '../common/json/scalar-fields';
+import { BodyProblem } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
 import { ChatRequestBody } from '../providers/upstream-provider';
-import { ChatCompletionRequestDto, VALIDATED_CHAT_FIELDS } from './dto/chat-completion-request.dto';
+import { checkChatCompletionBody } from './dto/chat-completion.schema';
 
 /** A chat request that passed validation, with its catalog model and the original body. */
 export interface ChatRequest {
@@ -27,15 +27,16 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
 
   transform(body: unknown): ChatRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
-    checkMessages(fields.messages);
-    const dto = validatedDto(ChatCompletionRequestDto, validatedPart(fields));
+    const problem = checkChatCompletionBody(fields);
+    if (problem) throw chatBodyError(problem);
+    const checked = fields as CheckedChatFields;
     return {
       model,
       body: fields as ChatRequestBody,
-      stream: dto.stream === true,
-      includeUsage: dto.stream_options?.include_usage === true,
-      maxTokens: dto.max_completion_tokens ?? dto.max_tokens ?? null,
-      choices: dto.n ?? 1,
+      stream: checked.stream === true,
+      includeUsage: isJsonObject(checked.stream_options) && checked.stream_options.include_usage === true,
+      maxTokens: checked.max_completion_tokens ?? checked.max_tokens ?? null,
+      choices: checked.n ?? 1,
     };
   }
 }
@@ -53,25 +54,21 @@ export function requestedChatModel(catalog: CatalogService, body: unknown): { fi
   return { fields, model };
 }
 
-/** Every message an object with a string role; what else a message holds is the upstream's to judge. */
-function checkMessages(messages: unknown): void {
-  if (!Array.isArray(messages) || messages.length === 0) {
-    throw new GatewayError(ErrorCode.InvalidRequest, 'Invalid messages: messages must be a non-empty array.', 'messages');
-  }
-  const at = messages.findIndex((m: unknown) => !isJsonObject(m) || typeof m.role !== 'string');
-  if (at >= 0) {
-    throw new GatewayError(ErrorCode.InvalidRequest, `Invalid messages[${at}]: a message must be an object with a string role.`, `messages[${at}].role`);
-  }
+/** The fields the pipe reads, as chatCompletionBody has checked them (null: the default). */
+interface CheckedChatFields {
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  n?: number | null;
 }
 
-/**
- * What the DTO checks, and nothing else: the rest of the body (messages, tools, response formats:
- * often most of it) passes through to the upstream without being copied into DTO objects. Nested
- * values the DTO does not describe are emptied (scalarFields): class-transformer's copy of an object
- * costs time quadratic in its keys, and a key named "constructor" breaks it.
- */
-function validatedPart(fields: Record<string, unknown>): Record<string, unknown> {
-  const part = scalarFields(fields, VALIDATED_CHAT_FIELDS);
-  if (isJsonObject(fields.stream_options)) part.stream_options = scalarFields(fields.stream_options, ['include_usage']);
-  return part;
+/** A 400 naming the field at fault (`Invalid max_tokens: …`, param `max_tokens`); a message's fault is worded for messages. */
+function chatBodyError({ path, message }: BodyProblem): GatewayError {
+  if (path === 'messages') {
+    return new GatewayError(ErrorCode.InvalidRequest, 'Invalid messages: messages must be a non-empty array.', 'messages');
+  }
+  const at = /^messages\[\d+\]/.exec(path)?.[0];
+  if (at) return new GatewayError(ErrorCode.InvalidRequest, `Invalid ${at}: a message must be an object with a string role.`, `${at}.role`);
+  return new GatewayError(ErrorCode.InvalidRequest, `Invalid ${path}: ${message}.`, path);
 }

@@ -1,7 +1,7 @@
 import { storableText } from '../common/storable-text';
 import { ErrorCode, GatewayError } from '../errors';
 import { quotedClientText } from '../models/requested-model';
-import { VALIDATED_MESSAGES_FIELDS } from './dto/messages-request.dto';
+import { MESSAGES_FIELDS } from './dto/messages.schema';
 
 /** A 400 naming the field at fault. */
 export function invalidField(param: string, message: string): GatewayError {
@@ -27,10 +27,8 @@ const REFUSED: Record<string, string> = {
  */
 const IGNORED = ['cache_control', 'thinking', 'context_management', 'service_tier'];
 
-/** Translated into the chat completion: the DTO's scalars, and what is translated part by part. */
-const TRANSLATED = [...VALIDATED_MESSAGES_FIELDS, 'messages', 'system', 'tools', 'tool_choice', 'stop_sequences', 'metadata'];
-
-const KNOWN = new Set([...TRANSLATED, ...IGNORED, ...Object.keys(REFUSED)]);
+/** Translated into the chat completion (the body's schema): the scalars, and what is translated part by part. */
+const KNOWN = new Set([...MESSAGES_FIELDS, ...IGNORED, ...Object.keys(REFUSED)]);
 
 /** 400 `unsupported_parameter` for a field that needs Anthropic's platform; 400 for a field the Messages API does not have. */
 export function refuseUnservedFields(fields: Record<string, unknown>): void {

@@ -1,11 +1,10 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
-import { scalarFields } from '../common/json/scalar-fields';
-import { validatedDto } from '../common/validation/validated-dto';
+import { BodyCheck } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
-import { CountTokensRequestDto, MAX_TOKENS_REQUIRED, MessagesRequestDto, VALIDATED_MESSAGES_FIELDS } from './dto/messages-request.dto';
+import { checkCountTokensFields, checkMessagesFields, MAX_TOKENS_REQUIRED } from './dto/messages.schema';
 import { chatMessages, ChatMessage } from './messages-input';
 import { invalidField, refuseUnservedFields } from './messages-refusals';
 import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
@@ -29,21 +28,21 @@ export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> 
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
     if (fields.max_tokens === undefined || fields.max_tokens === null) throw invalidField('max_tokens', MAX_TOKENS_REQUIRED);
-    const dto = validatedDto(MessagesRequestDto, scalarFields(fields, VALIDATED_MESSAGES_FIELDS));
+    const checked = checkedFields<CheckedMessagesFields>(checkMessagesFields, fields);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(fields.system, fields.messages) };
     const tools = chatTools(fields.tools);
     setPresent(chatBody, {
-      stream: dto.stream === true ? true : undefined,
-      max_tokens: dto.max_tokens,
-      temperature: dto.temperature,
-      top_p: dto.top_p,
+      stream: checked.stream === true ? true : undefined,
+      max_tokens: checked.max_tokens,
+      temperature: checked.temperature,
+      top_p: checked.top_p,
       stop: chatStop(fields.stop_sequences),
       user: chatUser(fields.metadata),
       tools,
       ...chatToolChoice(fields.tool_choice, tools !== undefined),
     });
     // Usage is always asked of the upstream: message_delta carries it.
-    return { model, body: chatBody, stream: dto.stream === true, includeUsage: true, maxTokens: dto.max_tokens, choices: 1 };
+    return { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, choices: 1 };
   }
 }
 
@@ -55,11 +54,26 @@ export class CountTokensRequestPipe implements PipeTransform<unknown, CountToken
   transform(body: unknown): CountTokensRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
-    validatedDto(CountTokensRequestDto, scalarFields(fields, ['model']));
+    checkedFields(checkCountTokensFields, fields);
     const tools = chatTools(fields.tools);
     chatToolChoice(fields.tool_choice, tools !== undefined);
     return { model, messages: chatMessages(fields.system, fields.messages), tools };
   }
+}
+
+/** The scalar fields the pipe reads, as messagesCheckedFields has checked them (null: the default). */
+interface CheckedMessagesFields {
+  max_tokens: number;
+  stream?: boolean | null;
+  temperature?: number | null;
+  top_p?: number | null;
+}
+
+/** The fields, once `check` passes them; a 400 naming the first field at fault otherwise (`Invalid top_k: …`, param `top_k`). */
+function checkedFields<T>(check: BodyCheck, fields: Record<string, unknown>): T {
+  const problem = check(fields);
+  if (problem) throw invalidField(problem.path, `${problem.message}.`);
+  return fields as T;
 }
 
 /** Copies the values that are set (not undefined or null) into the chat body. */

@@ -1,7 +1,7 @@
 import { ErrorCode, GatewayError } from '../errors';
 import { storableText } from '../common/storable-text';
 import { quotedClientText } from '../models/requested-model';
-import { VALIDATED_RESPONSES_FIELDS } from './dto/responses-request.dto';
+import { RESPONSES_FIELDS } from './dto/responses.schema';
 
 /** A 400 naming the field at fault. */
 export function invalidField(param: string, message: string): GatewayError {
@@ -34,10 +34,8 @@ const IGNORED = [
   'max_tool_calls', 'top_logprobs', 'moderation', 'stream_options',
 ];
 
-/** Parameters translated into the chat completion: the DTO's scalars, and what is translated item by item. */
-const TRANSLATED = [...VALIDATED_RESPONSES_FIELDS, 'input', 'tools', 'tool_choice'];
-
-const KNOWN = new Set([...TRANSLATED, ...IGNORED, ...Object.keys(REFUSED)]);
+/** Parameters translated into the chat completion (the body's schema): the scalars, and what is translated item by item. */
+const KNOWN = new Set([...RESPONSES_FIELDS, ...IGNORED, ...Object.keys(REFUSED)]);
 
 /** 400 `unsupported_parameter` for the first field that needs server state; 400 for a field CreateResponse does not have. */
 export function refuseUnservedFields(fields: Record<string, unknown>): void {

@@ -1,10 +1,9 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
-import { isJsonObject, scalarFields } from '../common/json/scalar-fields';
-import { validatedDto } from '../common/validation/validated-dto';
+import { isJsonObject } from '../common/json/scalar-fields';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
-import { ResponsesRequestDto, VALIDATED_RESPONSES_FIELDS } from './dto/responses-request.dto';
+import { checkResponsesFields } from './dto/responses.schema';
 import { chatMessages } from './responses-input';
 import { invalidField, refuseUnservedFields } from './responses-refusals';
 import { chatResponseFormat, chatToolChoice, chatTools } from './responses-tools';
@@ -45,43 +44,55 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
   transform(body: unknown): ResponsesRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
-    // The scalar fields checked by the DTO (nested values emptied: see ChatRequestPipe's validatedPart).
-    const dto = validatedDto(ResponsesRequestDto, scalarFields(fields, VALIDATED_RESPONSES_FIELDS));
-    checkMetadata(dto.metadata ? (fields.metadata as Record<string, unknown>) : null);
-    const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(dto.instructions, fields.input) };
+    const problem = checkResponsesFields(fields);
+    if (problem) throw invalidField(problem.path, `${problem.message}.`);
+    const checked = fields as CheckedResponsesFields;
+    checkMetadata(isJsonObject(fields.metadata) ? fields.metadata : null);
+    const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(checked.instructions, fields.input) };
     const tools = chatTools(fields.tools);
     const toolChoice = chatToolChoice(fields.tool_choice);
     const responseFormat = chatResponseFormat(fields.text);
     const reasoningEffort = isJsonObject(fields.reasoning) ? fields.reasoning.effort : undefined;
     setPresent(chatBody, {
-      stream: dto.stream === true ? true : undefined,
-      max_tokens: dto.max_output_tokens,
-      temperature: dto.temperature,
-      top_p: dto.top_p,
-      user: dto.user,
+      stream: checked.stream === true ? true : undefined,
+      max_tokens: checked.max_output_tokens,
+      temperature: checked.temperature,
+      top_p: checked.top_p,
+      user: checked.user,
       tools,
       tool_choice: toolChoice,
-      parallel_tool_calls: dto.parallel_tool_calls,
+      parallel_tool_calls: checked.parallel_tool_calls,
       response_format: responseFormat,
       reasoning_effort: typeof reasoningEffort === 'string' ? reasoningEffort : undefined,
     });
     return {
       // Usage is always asked of the upstream: response.completed carries it.
-      chat: { model, body: chatBody, stream: dto.stream === true, includeUsage: true, maxTokens: dto.max_output_tokens ?? null, choices: 1 },
+      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_output_tokens ?? null, choices: 1 },
       echo: {
-        instructions: dto.instructions ?? null,
-        max_output_tokens: dto.max_output_tokens ?? null,
+        instructions: checked.instructions ?? null,
+        max_output_tokens: checked.max_output_tokens ?? null,
         metadata: (fields.metadata as Record<string, unknown> | null | undefined) ?? {},
-        parallel_tool_calls: dto.parallel_tool_calls ?? true,
-        temperature: dto.temperature ?? null,
-        top_p: dto.top_p ?? null,
+        parallel_tool_calls: checked.parallel_tool_calls ?? true,
+        temperature: checked.temperature ?? null,
+        top_p: checked.top_p ?? null,
         text: { format: (fields.text as { format?: unknown } | null | undefined)?.format ?? { type: 'text' } },
         tool_choice: fields.tool_choice ?? 'auto',
         tools: (fields.tools as unknown[] | null | undefined) ?? [],
-        ...(typeof dto.user === 'string' ? { user: dto.user } : {}),
+        ...(typeof checked.user === 'string' ? { user: checked.user } : {}),
       },
     };
   }
+}
+
+/** The scalar fields the pipe reads, as responsesCheckedFields has checked them (null: the default). */
+interface CheckedResponsesFields {
+  stream?: boolean | null;
+  instructions?: string | null;
+  max_output_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  parallel_tool_calls?: boolean | null;
+  user?: string | null;
 }
 
 function checkMetadata(metadata: Record<string, unknown> | null): void {

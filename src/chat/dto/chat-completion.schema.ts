@@ -1,17 +1,52 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { number, object, string } from '../../openapi/schemas';
+import { compileBody } from '../../common/validation/compiled-body';
+import { orNull } from '../../openapi/schemas';
 
-/** The documented request body: the fields the gateway relies on; any other field goes to the upstream as sent. */
-export const chatCompletionBody: SchemaObject = object(
-  {
+/** Token counts end in `integer` columns (usage_records) and parameters (billing_reserve's p_max_output). */
+export const MAX_TOKENS_LIMIT = 2_147_483_647;
+/** Choices per request, as OpenAI's API allows. */
+export const MAX_CHOICES = 128;
+
+export const tokenCount: SchemaObject = { type: 'integer', minimum: 1, maximum: MAX_TOKENS_LIMIT };
+export const between = (minimum: number, maximum: number): SchemaObject => ({ type: 'number', minimum, maximum });
+
+/**
+ * The chat request body: what ChatRequestPipe checks (compiled by ajv, in this order) and what the
+ * OpenAPI document shows. The fields the gateway itself relies on (routing, billing, streaming), every
+ * message an object with a string role, and the sampling parameters with OpenAI's documented ranges;
+ * every other field, and whatever else a message holds, is the upstream's to judge and passes through
+ * as sent.
+ */
+export const chatCompletionBody: SchemaObject = {
+  type: 'object',
+  properties: {
     model: { type: 'string', description: 'A chat model id of GET /v1/models' },
-    messages: { type: 'array', items: object({ role: string, content: {} }, ['role'], true) },
-    stream: { type: 'boolean' },
-    stream_options: object({ include_usage: { type: 'boolean' } }),
-    max_tokens: { type: 'integer' },
-    max_completion_tokens: { type: 'integer' },
-    temperature: number,
+    messages: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'object', properties: { role: { type: 'string' }, content: {} }, required: ['role'], additionalProperties: true },
+    },
+    stream: orNull({ type: 'boolean' }),
+    stream_options: orNull({ type: 'object', properties: { include_usage: orNull({ type: 'boolean' }) }, additionalProperties: true }),
+    max_tokens: orNull(tokenCount),
+    max_completion_tokens: orNull(tokenCount),
+    /** Choices per request: the hold covers every one of them. */
+    n: orNull({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
+    temperature: orNull(between(0, 2)),
+    top_p: orNull(between(0, 1)),
+    presence_penalty: orNull(between(-2, 2)),
+    frequency_penalty: orNull(between(-2, 2)),
+    logprobs: orNull({ type: 'boolean' }),
+    top_logprobs: orNull({ type: 'integer', minimum: 0, maximum: 20 }),
+    seed: orNull({
+      type: 'integer',
+      minimum: Number.MIN_SAFE_INTEGER,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'Beyond 2^53 a JSON number is no longer the integer the client wrote, so it could not be passed on as sent',
+    }),
   },
-  ['model', 'messages'],
-  true,
-);
+  required: ['model', 'messages'],
+  additionalProperties: true,
+};
+
+export const checkChatCompletionBody = compileBody(chatCompletionBody);

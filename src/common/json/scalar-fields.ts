@@ -1,7 +1,7 @@
 /**
  * The named own fields of a JSON object, ready for class-transformer and class-validator: a field
- * holding an object or array is replaced by an empty one of the same kind. The DTOs of the request
- * bodies hold scalars in these fields, so the verdict ("must be an integer", "must be a string") is
+ * holding an object or array is replaced by an empty one of the same kind. The DTOs that still use
+ * class-validator (admin bodies, queries: StrictValidationPipe) hold scalars in these fields, so the verdict ("must be an integer", "must be a string") is
  * the same, while class-transformer, whose copy of an untyped object costs time quadratic in its
  * keys and trips over keys such as "constructor", only ever copies empty containers.
  */
