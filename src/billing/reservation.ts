@@ -1,6 +1,5 @@
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { BudgetLease } from './budget-lease';
-import { TokenPrices } from './token-prices';
 
 export interface ReserveInput {
   accountId: string;
@@ -23,7 +22,6 @@ export interface Reservation {
   /** True when the client set no limit and the allowance was cut to what is affordable (send it upstream). */
   capped: boolean;
   readonly accountId: string;
-  readonly prices: TokenPrices;
   /** The lease that holds it. */
   readonly lease: BudgetLease;
   /** Settled or released: a second call does nothing. */

@@ -1,7 +1,8 @@
 -- Charges settled requests to their budget leases (docs/billing.md, "Budget leases"). Items: account, lease,
 -- request, hold (the request's part of the lease), release_rest (give the part not charged back to the
--- account rather than keep it in the lease), prompt, completion, in_picos, out_picos. The charge is the cost,
--- at most the hold: the hold was affordable, so the balance cannot go negative. The lease rows, the account
+-- account rather than keep it in the lease), cost (micro-USD, computed by the application from the request's
+-- usage: requestCost, src/billing/request-cost.ts). The charge is the cost, at most the hold: the hold was
+-- affordable, so the balance cannot go negative. The lease rows, the account
 -- rows and the lease month's counters are written once per call. A request whose lease is gone (swept)
 -- settles through billing_settle, which charges only what is still free; its `released` is null.
 -- Lock order: lease rows, account rows (ascending id), monthly counters. Item numbers are 0-based.
@@ -22,9 +23,7 @@ BEGIN
   FOR r IN
     SELECT (e.ord - 1)::integer AS i, (e.v->>'account')::uuid AS account, e.v->>'request' AS request,
            e.v->>'lease' AS lease, (e.v->>'hold')::bigint AS held, (e.v->>'release_rest')::boolean AS release_rest,
-           billing_cost_micros((e.v->>'prompt')::bigint, (e.v->>'completion')::bigint,
-                               (e.v->>'in_picos')::bigint, (e.v->>'out_picos')::bigint) AS cost,
-           l.month
+           (e.v->>'cost')::bigint AS cost, l.month
       FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(v, ord)
       LEFT JOIN unnest(v_leases, v_lease_months) AS l(lease, month) ON l.lease = e.v->>'lease'
      -- Per account: the requests whose lease is gone first (they settle on their own), then the rest.
@@ -42,9 +41,7 @@ BEGIN
     END IF;
 
     IF r.month IS NULL THEN
-      RETURN QUERY SELECT r.i, s.charged, NULL::bigint FROM billing_settle(
-        r.account, r.request, ((p_items -> r.i)->>'prompt')::bigint, ((p_items -> r.i)->>'completion')::bigint,
-        ((p_items -> r.i)->>'in_picos')::bigint, ((p_items -> r.i)->>'out_picos')::bigint) s;
+      RETURN QUERY SELECT r.i, s.charged, NULL::bigint FROM billing_settle(r.account, r.request, r.cost) s;
       CONTINUE;
     END IF;
     IF v_balance IS NULL THEN

@@ -5,6 +5,7 @@ import { BillingLeases1763900000000 } from './1763900000000-BillingLeases';
 import { LeaseLifetime1763920000000 } from './1763920000000-LeaseLifetime';
 import { BillingFunctionFiles1763930000000 } from './1763930000000-BillingFunctionFiles';
 import { UsageDeployment1763950000000 } from './1763950000000-UsageDeployment';
+import { TokenClasses1764230000000 } from './1764230000000-TokenClasses';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   LeaseLifetime1763920000000,
   BillingFunctionFiles1763930000000,
   UsageDeployment1763950000000,
+  TokenClasses1764230000000,
 ];
