@@ -4,7 +4,8 @@ import { BillingService, Reservation } from '../src/billing/billing.service';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
 import { monthKey } from '../src/common/month';
 import { CatalogEntry } from '../src/config/gateway-config.schema';
-import { TokenUsage, UsageRecordValues } from '../src/usage/usage-record';
+import { requestCost } from '../src/billing/request-cost';
+import { NO_TOKENS, TokenUsage, UsageRecordValues } from '../src/usage/usage-record';
 import { AdminClient } from './support/admin-client';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
@@ -23,6 +24,9 @@ function addModel(raw: RawConfig): void {
   raw.catalog.push(MODEL);
 }
 
+/** The plain tokens a test request used. */
+type Tokens = Pick<TokenUsage, 'promptTokens' | 'completionTokens'>;
+
 /** A request's usage record as its meter hands it to the settlement, which writes it with the charge. */
 function usageRecord(reservation: Reservation, keyId: string, usage: TokenUsage): UsageRecordValues {
   return {
@@ -35,6 +39,11 @@ function usageRecord(reservation: Reservation, keyId: string, usage: TokenUsage)
     error_code: null,
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
+    cached_tokens: usage.cachedTokens,
+    cache_write_tokens: usage.cacheWriteTokens,
+    reasoning_tokens: usage.reasoningTokens,
+    audio_input_tokens: usage.audioInputTokens,
+    audio_output_tokens: usage.audioOutputTokens,
     audio_seconds: '0.000',
     input_chars: 0,
     latency_ms: 0,
@@ -42,12 +51,15 @@ function usageRecord(reservation: Reservation, keyId: string, usage: TokenUsage)
   };
 }
 
-function settle(billing: BillingService, reservation: Reservation, keyId: string, usage: TokenUsage, linger = false): Promise<bigint> {
-  return billing.settle(reservation, usage, usageRecord(reservation, keyId, usage), linger);
+/** As the chat service settles: the request's cost from its usage block (requestCost), and its record. */
+function settle(billing: BillingService, reservation: Reservation, keyId: string, tokens: Tokens, linger = false): Promise<bigint> {
+  const model = { id: MODEL.id, input_price_per_million: MODEL.input_price_per_million, output_price_per_million: MODEL.output_price_per_million } as CatalogEntry;
+  const cost = requestCost({ prompt_tokens: tokens.promptTokens, completion_tokens: tokens.completionTokens }, model)!;
+  return billing.settle(reservation, cost.micros, usageRecord(reservation, keyId, { ...NO_TOKENS, ...tokens }), linger);
 }
 
 /** As the usage meter settles after the response: nobody awaits it (the shutdown must). */
-function settleAfterResponse(billing: BillingService, reservation: Reservation, keyId: string, usage: TokenUsage): void {
+function settleAfterResponse(billing: BillingService, reservation: Reservation, keyId: string, usage: Tokens): void {
   settle(billing, reservation, keyId, usage, true).catch(() => undefined);
 }
 
@@ -104,29 +116,30 @@ describe('BillingService against PostgreSQL', () => {
     expect(reservation).toMatchObject({ holdMicros: 3250n, outputAllowance: 200, capped: false });
     expect(await money(accountId)).toMatchObject({ balance: 1_000_000n, reserved: 9n * 3250n, held: 9n * 3250n, holds: 1 });
 
-    // 997 × 1.25 = 1246.25, + 123 × 10 = 2476.25 → 2476 micro-USD (rounded half up, once)
+    // 997 × 1.25 = 1246.25, + 123 × 10 = 2476.25 → 2477 micro-USD (rounded up, once)
     const cost = await settle(billing, reservation, keyId, { promptTokens: 997, completionTokens: 123 });
-    expect(cost).toBe(2476n);
+    expect(cost).toBe(2477n);
     const after = await moneyAtRest(accountId);
-    expect(after).toMatchObject({ balance: 1_000_000n - 2476n, reserved: 0n, held: 0n, spend: 2476n, holds: 0 });
+    expect(after).toMatchObject({ balance: 1_000_000n - 2477n, reserved: 0n, held: 0n, spend: 2477n, holds: 0 });
     expect(after.ledgerSum).toBe(after.balance);
 
     const ledger = await db.query(`SELECT kind, amount_micros, balance_after_micros, request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [
       accountId,
     ]);
-    expect(ledger).toEqual([{ kind: 'charge', amount_micros: '-2476', balance_after_micros: String(1_000_000 - 2476), request_id: requestId }]);
+    expect(ledger).toEqual([{ kind: 'charge', amount_micros: '-2477', balance_after_micros: String(1_000_000 - 2477), request_id: requestId }]);
     const usage = await db.query(`SELECT status, prompt_tokens, completion_tokens, cost_micros, model FROM usage_records WHERE request_id = $1`, [requestId]);
-    expect(usage).toEqual([{ status: 200, prompt_tokens: 997, completion_tokens: 123, cost_micros: '2476', model: MODEL.id }]);
+    expect(usage).toEqual([{ status: 200, prompt_tokens: 997, completion_tokens: 123, cost_micros: '2477', model: MODEL.id }]);
   });
 
-  it('rounds half up: 2 prompt tokens at 1.25 = 2.5 → 3 micro-USD; 1 token = 1.25 → 1', async () => {
+  it('rounds up, holds and charges alike: 2 prompt tokens at 1.25 = 2.5 → 3 micro-USD; 1 token = 1.25 → 2', async () => {
     const { accountId, keyId } = await admin.createAccount({ creditsUsd: '1' });
     const r1 = await reserve(accountId, 2, 0);
     expect(r1.holdMicros).toBe(3n);
     expect(await settle(billing, r1, keyId, { promptTokens: 2, completionTokens: 0 })).toBe(3n);
     const r2 = await reserve(accountId, 1, 0);
-    expect(await settle(billing, r2, keyId, { promptTokens: 1, completionTokens: 0 })).toBe(1n);
-    expect((await money(accountId)).balance).toBe(1_000_000n - 4n);
+    expect(r2.holdMicros).toBe(2n);
+    expect(await settle(billing, r2, keyId, { promptTokens: 1, completionTokens: 0 })).toBe(2n);
+    expect((await money(accountId)).balance).toBe(1_000_000n - 5n);
   });
 
   it('never charges more than the hold, even when the upstream overran the allowance', async () => {

@@ -2,19 +2,41 @@ import { DataSource } from 'typeorm';
 import { monthKey } from '../src/common/month';
 import { usdToMicros } from '../src/common/money';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, PricedModel, sdk, usageRowsOf, usd, waitForUsageRows, useFakeGateway, withFakeProvider } from './support/chat-support';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { classCostMicros, costMicros, holdMicros, moneyOf, PricedModel, sdk, usageRowsOf, usd, waitForUsageRows, useFakeGateway, withFakeProvider } from './support/chat-support';
+import { FakeReply, FakeUpstream, startFakeUpstream } from './support/fake-upstream';
 import { startTestApp, TestApp } from './support/test-app';
 
 // 2 and 100 micro-USD per token: the output dominates, so what a request costs is easy to bound.
 const PRICED: PricedModel = { id: 'billed-chat', input: 2, output: 100, maxOutput: 4096 };
 // Free input: the capped allowance does not depend on how the gateway bounds the prompt.
 const OUTPUT_ONLY: PricedModel = { id: 'output-only-chat', input: 0, output: 10, maxOutput: 4096 };
-// Fractional prices, where the charge must be rounded (docs/billing.md: once, half up).
+// Fractional prices, where the charge must be rounded (docs/billing.md: once, up).
 const FRACTIONAL: PricedModel = { id: 'fractional-chat', input: 1.25, output: 10, maxOutput: 4096 };
-const MODELS = [PRICED, OUTPUT_ONLY, FRACTIONAL];
+// Every token class priced on its own (issue 23): the hold takes the dearest class prices (4 and 120).
+const CLASSED: PricedModel = { id: 'classed-billed-chat', input: 2, cachedInput: 1, cacheWrite: 2.5, audioInput: 4, output: 100, audioOutput: 120, maxOutput: 4096 };
+const MODELS = [PRICED, OUTPUT_ONLY, FRACTIONAL, CLASSED];
 
 const hi = [{ role: 'user' as const, content: 'hi' }];
+
+/** A model, the answer its upstream gives to each request, and what that answer costs. */
+interface Priced {
+  model: PricedModel;
+  reply: FakeReply;
+  perRequest: bigint;
+}
+
+const PLAIN_PRICES: Priced = { model: PRICED, reply: { content: 'ok', promptTokens: 10, completionTokens: 100 }, perRequest: costMicros(PRICED, 10, 100) };
+// 4 plain + 6 cached + 2 audio prompt tokens, 100 audio output tokens: 4×2 + 6×1 + 2×4 + 100×120 = 12,022 micro-USD,
+// against a hold of 35 × 4 + 100 × 120 = 12,140.
+const CLASS_PRICES: Priced = {
+  model: CLASSED,
+  reply: { content: 'ok', promptTokens: 12, completionTokens: 100, usageDetails: { prompt: { cached_tokens: 6, audio_tokens: 2 }, completion: { audio_tokens: 100 } } },
+  perRequest: classCostMicros(CLASSED, { prompt: 12, completion: 100, cached: 6, audioIn: 2, audioOut: 100 }),
+};
+const PRICINGS: [string, Priced][] = [
+  ['plain prices', PLAIN_PRICES],
+  ['cached and audio prices', CLASS_PRICES],
+];
 
 describe('chat billing', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
@@ -75,9 +97,9 @@ describe('chat billing', () => {
     expect(money).toMatchObject({ reserved: 0n, balance: 1_000_000n - cost });
   });
 
-  it('rounds a fractional charge once, half up, to the micro-dollar', async () => {
+  it('rounds a fractional charge up, once, to the micro-dollar', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
-    // 997 × 1.25 + 123 × 10 = 1246.25 + 1230 = 2476.25 micro-USD → 2476
+    // 997 × 1.25 + 123 × 10 = 1246.25 + 1230 = 2476.25 micro-USD → 2477
     fake.reply = { content: 'x', promptTokens: 997, completionTokens: 123 };
     await sdk(gw, key).chat.completions.create({ model: FRACTIONAL.id, messages: hi, max_tokens: 500 });
     // 3 × 1.25 + 1 × 10 = 13.75 → 14
@@ -85,10 +107,10 @@ describe('chat billing', () => {
     await sdk(gw, key).chat.completions.create({ model: FRACTIONAL.id, messages: hi, max_tokens: 500 });
 
     const money = await moneyOf(db, accountId);
-    expect(money.charges.map((c) => c.amount)).toEqual([2476n, 14n]);
-    expect(money.balance).toBe(1_000_000n - 2476n - 14n);
+    expect(money.charges.map((c) => c.amount)).toEqual([2477n, 14n]);
+    expect(money.balance).toBe(1_000_000n - 2477n - 14n);
     expect(money.ledgerSum).toBe(money.balance);
-    expect((await usageRowsOf(db, accountId)).map((r) => r.cost_micros)).toEqual(['2476', '14']);
+    expect((await usageRowsOf(db, accountId)).map((r) => r.cost_micros)).toEqual(['2477', '14']);
   });
 
   it('keeps the ledger summing to the balance and one usage record per request over a series of requests', async () => {
@@ -110,15 +132,16 @@ describe('chat billing', () => {
     expect(rows.reduce((sum, r) => sum + BigInt(r.cost_micros), 0n)).toBe(expected);
   });
 
-  it('100 concurrent requests on credits for about 20: never below zero, each success charged exactly, the rest 402 with no upstream call', async () => {
-    const perRequest = costMicros(PRICED, 10, 100); // 20 + 10000 micro-USD
+  it.each(PRICINGS)('100 concurrent requests on credits for about 20 (%s): never below zero, each success charged exactly, the rest 402 with no upstream call', async (_, { model, reply, perRequest }) => {
+    expect(perRequest).toBeLessThanOrEqual(holdMicros(model, hi, 100));
     const credits = perRequest * 20n;
     const { accountId, key } = await admin.createAccount({ creditsUsd: usd(credits) });
+    fake.reply = reply;
     fake.responseDelayMs = 100; // every hold is taken while the first requests are still running
 
     const client = sdk(gw, key);
     const results = await Promise.allSettled(
-      Array.from({ length: 100 }, () => client.chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 })),
+      Array.from({ length: 100 }, () => client.chat.completions.create({ model: model.id, messages: hi, max_tokens: 100 })),
     );
     const ok = results.filter((r) => r.status === 'fulfilled');
     const declined = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -142,15 +165,15 @@ describe('chat billing', () => {
     expect(rows.filter((r) => r.status === 402 && r.error_code === 'insufficient_credits' && r.cost_micros === '0')).toHaveLength(declined.length);
   });
 
-  it('100 concurrent requests within a monthly limit for about 20: spend never above the limit, the rest 402 monthly_limit_reached', async () => {
-    const perRequest = costMicros(PRICED, 10, 100);
+  it.each(PRICINGS)('100 concurrent requests within a monthly limit for about 20 (%s): spend never above the limit, the rest 402 monthly_limit_reached', async (_, { model, reply, perRequest }) => {
     const limit = perRequest * 20n;
     const { accountId, key } = await admin.createAccount({ creditsUsd: '100', monthlyLimitUsd: usd(limit) });
+    fake.reply = reply;
     fake.responseDelayMs = 100;
 
     const client = sdk(gw, key);
     const results = await Promise.allSettled(
-      Array.from({ length: 100 }, () => client.chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 })),
+      Array.from({ length: 100 }, () => client.chat.completions.create({ model: model.id, messages: hi, max_tokens: 100 })),
     );
     const ok = results.filter((r) => r.status === 'fulfilled');
     expect(ok.length).toBeGreaterThanOrEqual(15);
@@ -266,11 +289,11 @@ describe('chat billing across two app instances on one database', () => {
   });
 
   /** 100 concurrent chats of one key, alternating between the replicas: how many succeeded, and the others' errors. */
-  async function hundredAcrossReplicas(key: string) {
+  async function hundredAcrossReplicas(key: string, model: PricedModel) {
     fake.responseDelayMs = 100;
     const clients = [sdk(a, key), sdk(b, key)];
     const results = await Promise.allSettled(
-      Array.from({ length: 100 }, (_, i) => clients[i % 2].chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 100 })),
+      Array.from({ length: 100 }, (_, i) => clients[i % 2].chat.completions.create({ model: model.id, messages: hi, max_tokens: 100 })),
     );
     return {
       ok: results.filter((r) => r.status === 'fulfilled').length,
@@ -278,12 +301,12 @@ describe('chat billing across two app instances on one database', () => {
     };
   }
 
-  it('never overspends the credits when both replicas serve the same account at once', async () => {
-    fake.reply = { content: 'ok', promptTokens: 10, completionTokens: 100 };
-    const perRequest = costMicros(PRICED, 10, 100);
+  it.each(PRICINGS)('never overspends the credits when both replicas serve the same account at once (%s)', async (_, { model, reply, perRequest }) => {
+    fake.resetState();
+    fake.reply = reply;
     const credits = perRequest * 20n;
     const { accountId, key } = await new AdminClient(a.url).createAccount({ creditsUsd: usd(credits) });
-    const { ok, reasons } = await hundredAcrossReplicas(key);
+    const { ok, reasons } = await hundredAcrossReplicas(key, model);
     expect(ok).toBeGreaterThanOrEqual(15);
     expect(ok).toBeLessThanOrEqual(20);
     expect(reasons.every((e) => e.status === 402 && e.code === 'insufficient_credits')).toBe(true);
@@ -294,13 +317,12 @@ describe('chat billing across two app instances on one database', () => {
     expect(money).toMatchObject({ reserved: 0n, openHolds: 0, ledgerSum: money.balance });
   });
 
-  it('never overspends the monthly limit when both replicas serve the same account at once', async () => {
+  it.each(PRICINGS)('never overspends the monthly limit when both replicas serve the same account at once (%s)', async (_, { model, reply, perRequest }) => {
     fake.resetState();
-    fake.reply = { content: 'ok', promptTokens: 10, completionTokens: 100 };
-    const perRequest = costMicros(PRICED, 10, 100);
+    fake.reply = reply;
     const limit = perRequest * 20n;
     const { accountId, key } = await new AdminClient(b.url).createAccount({ creditsUsd: '100', monthlyLimitUsd: usd(limit) });
-    const { ok, reasons } = await hundredAcrossReplicas(key);
+    const { ok, reasons } = await hundredAcrossReplicas(key, model);
     expect(ok).toBeGreaterThanOrEqual(15);
     expect(ok).toBeLessThanOrEqual(20);
     expect(reasons.every((e) => e.status === 402 && e.code === 'monthly_limit_reached')).toBe(true);

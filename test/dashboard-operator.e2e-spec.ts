@@ -1,5 +1,6 @@
 import { Browser, Page } from 'playwright-core';
 import { postChat, sdk, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { FakeUpstream } from './support/fake-upstream';
 import { axisTicks, launchChromium, openReport, pageOverflow, screenshot, tableFits } from './support/dashboard-browser';
 import { TEST_ADMIN_TOKEN } from './support/test-app';
 
@@ -49,6 +50,8 @@ describe('dashboard for operators (browser)', () => {
     for (let i = 0; i < 2; i++) {
       await expect(sdk(gw, live.key).chat.completions.create({ model: BROKEN.id, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 502 });
     }
+    // These three report token classes (issue 23): 8 of their 12 prompt tokens cached, 2 of 5 reasoning, 1 audio.
+    fake.reply = { ...FakeUpstream.defaultReply(), usageDetails: { prompt: { cached_tokens: 8 }, completion: { reasoning_tokens: 2, audio_tokens: 1 } } };
     for (let i = 0; i < 3; i++) await sdk(gw, other.key).chat.completions.create({ model: FAKE.id, messages: [{ role: 'user', content: 'y' }] });
     await sdk(gw, live.key).audio.speech.create({ model: 'local-tts', input: 'Hi.', voice: 'en-us' as any, response_format: 'wav' });
     await expect(sdk(gw, live.key).audio.speech.create({ model: 'local-tts', input: 'Hi.', voice: 'no-such-voice' as any })).rejects.toMatchObject({ status: 400 });
@@ -145,6 +148,38 @@ describe('dashboard for operators (browser)', () => {
     const chat = shown.find((s) => s.endpoint === '/v1/chat/completions')!;
     expect(chat.chips.map((c) => c.error_code)).toEqual(expect.arrayContaining(['unknown_model', 'invalid_request_error', 'upstream_error']));
     expect(await page.textContent('#totals')).toContain(`${counts.filter((c) => c.status >= 400).reduce((n, c) => n + c.requests, 0)} (`);
+    await context.close();
+  });
+
+  it("shows the token classes per key, per model, in the totals and under each request's tokens, as the records say", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await openReport(context, suite.gw.url, accountId);
+    const classes = ['cached_tokens', 'cache_write_tokens', 'audio_input_tokens', 'reasoning_tokens', 'audio_output_tokens'];
+    const sums = (group: string) =>
+      suite.db.query(`SELECT ${group}::text AS id, ${classes.map((c) => `sum(${c})::int AS ${c}`).join(', ')} FROM usage_records WHERE account_id = $1 GROUP BY 1`, [accountId]);
+    const shown = (table: string, attribute: string) =>
+      page.$$eval(
+        `${table} tbody tr`,
+        (trs, [attr, cols]) => trs.map((tr: any) => ({ id: tr.dataset[attr], ...Object.fromEntries((cols as string[]).map((c) => [c, Number(tr.querySelector(`[data-col=${c}]`).textContent.replace(/,/g, ''))])) })),
+        [attribute, classes] as const,
+      );
+    const byId = (rows: Record<string, unknown>[]) => Object.fromEntries(rows.map(({ id, ...rest }) => [id, rest]));
+
+    const byKey = byId(await sums('key_id'));
+    expect(byKey[revokedKeyId]).toEqual({ cached_tokens: 24, cache_write_tokens: 0, audio_input_tokens: 0, reasoning_tokens: 6, audio_output_tokens: 3 });
+    expect(byId(await shown('#by-key', 'keyId'))).toEqual(byKey);
+    const byModel = byId((await sums('model')).filter((r: { id: string | null }) => r.id !== 'no-such-model' && r.id !== null));
+    expect(byId((await shown('#by-model', 'model')).filter((r) => byModel[r.id as string]))).toEqual(byModel);
+    const totals = await page.textContent('#totals');
+    expect(totals).toContain('Cached prompt tokens24');
+    expect(totals).toContain('Reasoning tokens6');
+    expect(totals).toContain('Audio completion tokens3');
+
+    // Each of those requests lists its classes under its tokens; a request without any shows none.
+    const [classed] = await suite.db.query(`SELECT request_id FROM usage_records WHERE account_id = $1 AND cached_tokens > 0 LIMIT 1`, [accountId]);
+    const usage = page.locator(`#latest tr[data-request-id="${classed.request_id}"] [data-col=usage]`);
+    expect(await usage.locator('.token-classes').textContent()).toBe('8 cached · 2 reasoning · 1 audio out');
+    expect(await page.locator(`#latest tr[data-request-id="${sdkRequestId}"] .token-classes`).count()).toBe(0);
     await context.close();
   });
 

@@ -41,6 +41,34 @@ describe('fake upstream (self-check with the openai SDK)', () => {
     expect(plain.at(-1).choices[0].finish_reason).toBe('stop');
   });
 
+  it("reports usage details as OpenAI does, in JSON answers and in the usage chunk, inconsistent ones as told, or no usage at all", async () => {
+    fake.reply = { content: 'a b c', promptTokens: 2000, completionTokens: 3, usageDetails: { prompt: { cached_tokens: 1536, cache_write_tokens: 64 }, completion: { reasoning_tokens: 2 } } };
+    const openAiShaped = {
+      prompt_tokens: 2000,
+      completion_tokens: 3,
+      total_tokens: 2003,
+      prompt_tokens_details: { cached_tokens: 1536, audio_tokens: 0, cache_write_tokens: 64 },
+      completion_tokens_details: { reasoning_tokens: 2, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    };
+    const json = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+    expectValidAgainst('CreateChatCompletionResponse', json);
+    expect(json.usage).toEqual(openAiShaped);
+    const chunks: any[] = [];
+    for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } })) chunks.push(c);
+    expect(chunks.at(-1).usage).toEqual(openAiShaped);
+
+    fake.reply.usageDetails = { prompt: { cached_tokens: '9000', audio_tokens: undefined }, completion: { audio_tokens: -4 } };
+    const odd = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+    expect(odd.usage).toMatchObject({ prompt_tokens_details: { cached_tokens: '9000' }, completion_tokens_details: { audio_tokens: -4 } });
+    expect('audio_tokens' in (odd.usage as any).prompt_tokens_details).toBe(false);
+
+    fake.reply.omitUsage = true;
+    expect((await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).usage).toBeUndefined();
+    const bare: any[] = [];
+    for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } })) bare.push(c);
+    expect(bare.some((c) => 'usage' in c)).toBe(false);
+  });
+
   it('fails as told, for the next N requests only', async () => {
     fake.failNext('status4xx');
     fake.failNext('status500');

@@ -154,7 +154,7 @@ describe('POST /v1/messages (issue 25)', () => {
 
   it("maps the upstream's cached and cache-write tokens to Anthropic's usage fields", async () => {
     const { key } = await admin.createAccount({ creditsUsd: '1' });
-    fake.reply = { content: 'Cached.', promptTokens: 100, completionTokens: 1, promptTokensDetails: { cached_tokens: 60, cache_write_tokens: 30 } };
+    fake.reply = { content: 'Cached.', promptTokens: 100, completionTokens: 1, usageDetails: { prompt: { cached_tokens: 60, cache_write_tokens: 30 } } };
     const client = anthropic(gw, key);
     const message = await client.messages.create({ model: MODEL.id, max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] });
     const usage = { input_tokens: 10, output_tokens: 1, cache_read_input_tokens: 60, cache_creation_input_tokens: 30 };

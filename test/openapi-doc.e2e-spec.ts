@@ -163,10 +163,33 @@ describe('OpenAPI document at /docs', () => {
       const [method, path] = route.split(' ');
       return Object.keys(resolved.paths[path][method.toLowerCase()].responses['200'].content['application/json'].schema.properties).sort();
     };
-    const own = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record<string, unknown>;
+    // A chat request, so that every list has a row whose fields can be compared.
+    expect((await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'dev-echo', messages: [{ role: 'user', content: 'hi' }] }),
+    })).status).toBe(200);
+    // Its record is written just after the answer.
+    for (let tries = 0; (await admin.usage(accountId)).latest.length === 0 && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    const own = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record<string, any>;
     expect(Object.keys(own).sort()).toEqual(documented('GET /v1/usage'));
-    const byAdmin = (await admin.usage(accountId)) as Record<string, unknown>;
+    const byAdmin = (await admin.usage(accountId)) as Record<string, any>;
     expect(Object.keys(byAdmin).sort()).toEqual(documented('GET /admin/v1/accounts/{id}/usage'));
+
+    // And the fields of each part, the token classes among them (DESIGN.md section 10).
+    const schema = (route: string) => {
+      const [method, path] = route.split(' ');
+      return resolved.paths[path][method.toLowerCase()].responses['200'].content['application/json'].schema.properties;
+    };
+    const fields = (part: any) => Object.keys(part.type === 'array' ? part.items.properties : part.properties).sort();
+    for (const [route, answer] of [['GET /v1/usage', own], ['GET /admin/v1/accounts/{id}/usage', byAdmin]] as const) {
+      const parts = schema(route);
+      for (const part of ['totals', 'by_key', 'by_model', 'daily', 'latest', 'by_endpoint', ...(answer.by_deployment ? ['by_deployment'] : [])]) {
+        const shown = Array.isArray(answer[part]) ? answer[part][0] : answer[part];
+        expect([route, part, Object.keys(shown).sort()]).toEqual([route, part, fields(parts[part])]);
+      }
+      expect(fields(parts.by_model)).toEqual(expect.arrayContaining(['cached_tokens', 'cache_write_tokens', 'reasoning_tokens', 'audio_input_tokens', 'audio_output_tokens']));
+    }
   });
 
   it('serves Swagger UI from the gateway itself, without a CDN and without a key', async () => {

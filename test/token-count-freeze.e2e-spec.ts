@@ -26,6 +26,8 @@ const HEALTHZ_MAX_MS = 100;
 const POLL_EVERY_MS = 20;
 const ANSWER_MAX_MS = 3000;
 const PARTIAL_ANSWER = 'Partial answer';
+// A request with this tool is answered with a call of it, its arguments the last message (issue 23: counted too).
+const ECHO_TOOL = { type: 'function', function: { name: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } } } } };
 
 /** One "word": a single pre-tokenizer piece. One letter repeated merges most (20 KB froze the process 11–14 s). */
 let letters = 0;
@@ -129,6 +131,24 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       await expectCharged(accountId, { status: 200, promptTokens, completionTokens, price: SILENT });
     });
 
+    it('answered with a tool call by an upstream that sends no usage: the gateway counts the call without freezing', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '20' });
+      const word = oneWord();
+      const messages = [{ role: 'user', content: word }];
+
+      const { result: res, healthz, ms } = await beside(gw, () => postChat(gw, key, { model: SILENT.id, messages, tools: [ECHO_TOOL] }));
+      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      expect(ms).toBeLessThan(ANSWER_MAX_MS);
+      expect(res.status).toBe(200);
+      const completion = (await res.json()) as ChatAnswer;
+      expect(completion.choices[0].message.tool_calls![0].function).toEqual({ name: 'echo', arguments: word });
+
+      const promptTokens = await countPromptTokens(messages, [[ECHO_TOOL]]);
+      const completionTokens = await countTextTokens(`echo${word}`);
+      await waitForUsageRows(db, accountId, 1, ANSWER_MAX_MS);
+      await expectCharged(accountId, { status: 200, promptTokens, completionTokens, price: SILENT });
+    });
+
     it('sent by a client that leaves the stream early: the gateway counts the prompt without freezing', async () => {
       const { accountId, key } = await admin.createAccount({ creditsUsd: '20' });
       const word = oneWord();
@@ -164,7 +184,7 @@ describe('token counting of hostile text does not freeze the gateway', () => {
 });
 
 interface ChatAnswer {
-  choices: { message: { content: string }; finish_reason: string }[];
+  choices: { message: { content: string; tool_calls?: { function: { name: string; arguments: string } }[] }; finish_reason: string }[];
   usage?: Record<string, number>;
 }
 
@@ -229,8 +249,9 @@ interface SilentUpstream {
 }
 
 /**
- * An OpenAI-compatible upstream that never reports usage: a JSON answer echoes the last message; a stream
- * sends PARTIAL_ANSWER and then waits until its client goes away.
+ * An OpenAI-compatible upstream that never reports usage: a JSON answer echoes the last message (as the
+ * arguments of a call of the request's tool, when it has one); a stream sends PARTIAL_ANSWER and then waits
+ * until its client goes away.
  */
 async function startSilentUpstream(): Promise<SilentUpstream> {
   const server: Server = createServer((req, res) => void answer(req, res).catch(() => res.destroy()));
@@ -251,8 +272,11 @@ async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const base = { id: 'chatcmpl-silent', created: Math.floor(Date.now() / 1000), model: String(body.model) };
   if (body.stream !== true) {
     const content = body.messages.at(-1).content;
+    const message = body.tools
+      ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_echo', type: 'function', function: { name: 'echo', arguments: content } }] }
+      : { role: 'assistant', content };
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
+    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: body.tools ? 'tool_calls' : 'stop' }] }));
     return;
   }
   const event = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;

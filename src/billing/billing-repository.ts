@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
 import { isDatabaseUnavailable } from '../common/database/database-unavailable';
-import { TokenUsage, usageRecordInsert, UsageRecordValues } from '../usage/usage-record';
+import { usageRecordInsert, UsageRecordValues } from '../usage/usage-record';
 import { BILLING_POOL } from './billing-pool';
 import { BudgetLease, GrowAnswer, GrowClaim, PLENTY_HOLDS } from './budget-lease';
 import { DeclinedGrow } from './declined';
@@ -34,8 +34,9 @@ export interface HoldAsk {
   promptTokens: number;
   requestedMaxTokens: number | null;
   maxOutputTokens: number;
+  /** Per prompt token: the highest input-class price (TokenPrices.holdInput). */
   inputPicos: bigint;
-  /** Per output token of all the choices asked for. */
+  /** Per output token of all the choices asked for: the highest output-class price (TokenPrices.holdOutput) × n. */
   outputPicos: bigint;
 }
 
@@ -65,10 +66,8 @@ export interface SettleItem {
   key_lease: boolean;
   hold: string;
   release_rest: boolean;
-  prompt: number;
-  completion: number;
-  in_picos: string;
-  out_picos: string;
+  /** The request's cost (src/billing/request-cost.ts), micro-USD; the charge is at most the hold. */
+  cost: string;
   usage?: UsageRecordValues;
 }
 
@@ -219,8 +218,8 @@ export function growAnswer(row: GrowRow): GrowAnswer {
   return { granted: row.outcome === 'ok', hold: BigInt(row.hold_micros), delta: BigInt(row.lease_delta), plenty: row.plenty };
 }
 
-/** A settlement of `reservation` for `usage`, with `record` (its usage record) when given. */
-export function settleItem(reservation: Reservation, usage: TokenUsage, record: UsageRecordValues | null, releaseRest: boolean): SettleItem {
+/** A settlement of `reservation` for a cost of `costMicros`, with `record` (its usage record) when given. */
+export function settleItem(reservation: Reservation, costMicros: bigint, record: UsageRecordValues | null, releaseRest: boolean): SettleItem {
   return {
     account: reservation.accountId,
     lease: reservation.lease.id,
@@ -229,10 +228,7 @@ export function settleItem(reservation: Reservation, usage: TokenUsage, record: 
     key_lease: reservation.lease.budgetId !== null,
     hold: reservation.holdMicros.toString(),
     release_rest: releaseRest,
-    prompt: usage.promptTokens,
-    completion: usage.completionTokens,
-    in_picos: reservation.prices.inputPicos.toString(),
-    out_picos: reservation.prices.outputPicos.toString(),
+    cost: costMicros.toString(),
     ...(record ? { usage: record } : {}),
   };
 }

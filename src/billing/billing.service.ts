@@ -1,14 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
-import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
+import { GatewayConfig } from '../config/gateway-config.schema';
 import { PendingWrites } from '../usage/pending-writes';
-import { TokenUsage, UsageRecordValues } from '../usage/usage-record';
+import { UsageRecordValues } from '../usage/usage-record';
 import { BillingRepository, HoldAsk, settleItem } from './billing-repository';
 import { BudgetLease } from './budget-lease';
 import { BudgetLeases } from './budget-leases';
 import { declined } from './declined';
 import { Reservation, ReserveInput } from './reservation';
-import { costMicros, TokenPrices, tokenPrices } from './token-prices';
+import { worstCaseMicros } from './request-cost';
+import { tokenPrices } from './token-prices';
 
 export type { KeyBudget, Reservation, ReserveInput } from './reservation';
 
@@ -25,7 +26,6 @@ const STOP_PENDING_WRITES_MS = 5000;
 @Injectable()
 export class BillingService {
   private readonly leases: BudgetLeases;
-  private readonly prices = new Map<string, TokenPrices>();
   /** Settlements and lease returns under way, awaited before the process stops. */
   private readonly backgroundWork = new Set<Promise<void>>();
 
@@ -38,18 +38,20 @@ export class BillingService {
   }
 
   async reserve(input: ReserveInput): Promise<Reservation> {
-    const prices = this.pricesOf(input.model);
+    // The worst case of every token class (DESIGN.md section 10): each prompt token at the highest input-class
+    // price, each output token at the highest output-class price, so that no charge can exceed the hold.
+    const prices = tokenPrices(input.model);
     const ask: HoldAsk = {
       promptTokens: input.promptTokens,
       requestedMaxTokens: input.requestedMaxTokens,
       maxOutputTokens: input.model.max_output_tokens ?? 1,
-      inputPicos: prices.inputPicos,
-      outputPicos: prices.outputPicos * BigInt(input.choices ?? 1),
+      inputPicos: prices.holdInput,
+      outputPicos: prices.holdOutput * BigInt(input.choices ?? 1),
     };
-    const worstCase = costMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos);
+    const worstCase = worstCaseMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos);
     const held = (lease: BudgetLease, holdMicros: bigint, outputAllowance: number, capped: boolean): Reservation => {
       const budgetId = input.key?.budgetId ?? null;
-      return { requestId: input.requestId, accountId: input.accountId, budgetId, prices, lease, holdMicros, outputAllowance, capped, done: false };
+      return { requestId: input.requestId, accountId: input.accountId, budgetId, lease, holdMicros, outputAllowance, capped, done: false };
     };
     let waitedForSettlements = false;
     for (;;) {
@@ -70,16 +72,16 @@ export class BillingService {
   }
 
   /**
-   * Charges the actual cost (at most the hold) to the lease, with its ledger entry and `record` (the
-   * request's usage record, cost = the charge), in one transaction; resolves to the charge. Safe to call
-   * twice or after the lease was swept. `linger`: nobody waits for the answer, so the statement may wait
+   * Charges `costMicros` (the request's cost: requestCost, src/billing/request-cost.ts), at most the hold, to
+   * the lease, with its ledger entry and `record` (the request's usage record, cost = the charge), in one
+   * transaction; resolves to the charge. Safe to call twice or after the lease was swept. `linger`: nobody waits for the answer, so the statement may wait
    * billing.settlement_linger_ms to share its call. Rejects with PendingWriteLost (logged already) or
    * another error: then the record was not written, and the request stays uncharged.
    */
-  settle(reservation: Reservation, usage: TokenUsage, record: UsageRecordValues | null, linger = false): Promise<bigint> {
+  settle(reservation: Reservation, costMicros: bigint, record: UsageRecordValues | null, linger = false): Promise<bigint> {
     if (reservation.done) return Promise.resolve(0n);
     reservation.done = true;
-    const charged = this.charge(reservation, usage, record, linger);
+    const charged = this.charge(reservation, costMicros, record, linger);
     this.track(charged.then(noop, noop));
     return charged;
   }
@@ -123,11 +125,11 @@ export class BillingService {
     return this.repository.sweepExpiredHolds(batch);
   }
 
-  private async charge(reservation: Reservation, usage: TokenUsage, record: UsageRecordValues | null, linger: boolean): Promise<bigint> {
-    const { lease, holdMicros, prices } = reservation;
-    const charge = min(costMicros(usage.promptTokens, usage.completionTokens, prices.inputPicos, prices.outputPicos), holdMicros);
+  private async charge(reservation: Reservation, costMicros: bigint, record: UsageRecordValues | null, linger: boolean): Promise<bigint> {
+    const { lease, holdMicros } = reservation;
+    const charge = min(costMicros, holdMicros);
     const { releaseRest, pending } = lease.startSettlement(holdMicros, charge, Date.now());
-    const item = settleItem(reservation, usage, record, releaseRest);
+    const item = settleItem(reservation, costMicros, record, releaseRest);
     const submitted = this.repository.settle(item, linger && !releaseRest);
     // Only the first attempt: a grow waiting for this lease's settlements must not wait out an outage.
     lease.awaitSettlement(submitted);
@@ -152,15 +154,6 @@ export class BillingService {
   private track(work: Promise<void>): void {
     this.backgroundWork.add(work);
     void work.finally(() => this.backgroundWork.delete(work));
-  }
-
-  private pricesOf(model: CatalogEntry): TokenPrices {
-    let prices = this.prices.get(model.id);
-    if (!prices) {
-      prices = tokenPrices(model);
-      this.prices.set(model.id, prices);
-    }
-    return prices;
   }
 }
 

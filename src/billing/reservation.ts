@@ -1,6 +1,5 @@
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { BudgetLease } from './budget-lease';
-import { TokenPrices } from './token-prices';
 
 /** The API key's budget: its spend is counted per key; with a limit, its holds go in a lease of the key's own. */
 export interface KeyBudget {
@@ -32,7 +31,6 @@ export interface Reservation {
   readonly accountId: string;
   /** The key budget whose month spend counts the charge, if known. */
   readonly budgetId: string | null;
-  readonly prices: TokenPrices;
   /** The lease that holds it. */
   readonly lease: BudgetLease;
   /** Settled or released: a second call does nothing. */

@@ -1,36 +1,72 @@
-import { CatalogEntry } from '../config/gateway-config.schema';
+import type { CatalogEntry } from '../config/gateway-config.schema';
+import { TOKEN_PRICE_FIELDS, TokenPriceField } from '../config/token-price-fields';
 import { ErrorCode, GatewayError } from '../errors';
 import { usdToMicros } from '../common/money';
 
-/** A chat model's prices as exact integers: pico-USD per token (= USD per million tokens × 10^6). */
+/**
+ * A chat model's price of each token class (DESIGN.md section 10) as exact integers: pico-USD per token
+ * (= USD per million tokens × 10^6). A class without a price of its own costs its total's price.
+ */
 export interface TokenPrices {
-  inputPicos: bigint;
-  outputPicos: bigint;
+  input: bigint;
+  cachedInput: bigint;
+  cacheWrite: bigint;
+  audioInput: bigint;
+  output: bigint;
+  audioOutput: bigint;
+  /** What the hold prices every prompt token at: the highest input-class price. */
+  holdInput: bigint;
+  /** What the hold prices every output token at: the highest output-class price. */
+  holdOutput: bigint;
+}
+
+/** Prices are read once per catalog entry (the entries live as long as the process). */
+const converted = new WeakMap<CatalogEntry, TokenPrices>();
+
+export function tokenPrices(model: CatalogEntry): TokenPrices {
+  let prices = converted.get(model);
+  if (!prices) {
+    prices = convert(model);
+    converted.set(model, prices);
+  }
+  return prices;
 }
 
 /**
  * USD per million tokens is micro-USD per token, so the decimal-exact micro conversion of the
  * price gives pico-USD per token with no float arithmetic.
  */
-export function tokenPrices(model: CatalogEntry): TokenPrices {
+function convert(model: CatalogEntry): TokenPrices {
+  const picos = Object.fromEntries(TOKEN_PRICE_FIELDS.map((field) => [field, priceToPicos(model, field)])) as Record<TokenPriceField, bigint | null>;
+  const input = picos.input_price_per_million ?? 0n;
+  const output = picos.output_price_per_million ?? 0n;
+  const prices = {
+    input,
+    cachedInput: picos.cached_input_price_per_million ?? input,
+    cacheWrite: picos.cache_write_price_per_million ?? input,
+    audioInput: picos.audio_input_price_per_million ?? input,
+    output,
+    audioOutput: picos.audio_output_price_per_million ?? output,
+  };
   return {
-    inputPicos: priceToPicos(model, 'input_price_per_million'),
-    outputPicos: priceToPicos(model, 'output_price_per_million'),
+    ...prices,
+    holdInput: max(prices.input, prices.cachedInput, prices.cacheWrite, prices.audioInput),
+    holdOutput: max(prices.output, prices.audioOutput),
   };
 }
 
-function priceToPicos(model: CatalogEntry, field: 'input_price_per_million' | 'output_price_per_million'): bigint {
-  const picos = usdToMicros(model[field] ?? 0);
+/** Null for a price the entry does not set. */
+function priceToPicos(model: CatalogEntry, field: TokenPriceField): bigint | null {
+  const price = model[field];
+  if (price === undefined || price === null) return null;
+  const picos = usdToMicros(price);
   if (picos === null) {
-    throw new GatewayError(
-      ErrorCode.ConfigError,
-      `Model ${model.id}: ${field} must be a non-negative price with at most 6 decimals.`,
-    );
+    // The config check refuses such a price at start (gateway-config.schema.ts): a catalog built elsewhere.
+    throw new GatewayError(ErrorCode.ConfigError, `Model ${model.id}: ${field} must be a non-negative price with at most 6 decimals.`);
   }
   return picos;
 }
 
-/** Micro-USD for a token count, rounded half up once: SQL's billing_cost_micros, to the micro-dollar. */
-export function costMicros(promptTokens: number, completionTokens: number, inputPicos: bigint, outputPicos: bigint): bigint {
-  return (BigInt(promptTokens) * inputPicos + BigInt(completionTokens) * outputPicos + 500_000n) / 1_000_000n;
+function max(...values: bigint[]): bigint {
+  return values.reduce((a, b) => (a > b ? a : b));
 }

@@ -1,36 +1,75 @@
-import { TokenUsage } from '../usage/usage-record';
-import { contentText, countPromptTokens, countTextTokens } from '../providers/token-count';
+import { MAX_TOKEN_COUNT } from '../billing/request-cost';
+import { contentText, countPromptTokens, countTextTokens, toolDefinitions } from '../providers/token-count';
 
-/** The upstream's usage block, when it has valid token counts. */
-export function upstreamUsage(usage: unknown): TokenUsage | null {
-  if (!usage || typeof usage !== 'object') return null;
-  const { prompt_tokens, completion_tokens } = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
-  if (!isCount(prompt_tokens) || !isCount(completion_tokens)) return null;
-  return { promptTokens: prompt_tokens, completionTokens: completion_tokens };
+/** A usage block of the gateway's own count, for an upstream that reports none (or a stream cut short): two totals. */
+export interface CountedUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
 }
 
-/** Counted with the tokenizer, for an upstream that reports no usage (or a stream cut short). */
-export async function countedUsage(messages: unknown[], completionText: string): Promise<TokenUsage> {
-  return { promptTokens: await countPromptTokens(messages), completionTokens: await countTextTokens(completionText) };
+/**
+ * Counted with the tokenizer: the prompt (messages and tool definitions) and the produced text (content,
+ * refusals, tool-call names and arguments), priced at the base prices (requestCost, no subtotals).
+ */
+export async function countedUsage(body: Record<string, unknown>, producedText: string): Promise<CountedUsage> {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  const prompt = await countPromptTokens(messages, toolDefinitions(body));
+  const completion = await countTextTokens(producedText);
+  // Bounded by the body limit, so far below the columns' limit; capped anyway, so that the count is always a valid total.
+  return { prompt_tokens: Math.min(prompt, MAX_TOKEN_COUNT), completion_tokens: Math.min(completion, MAX_TOKEN_COUNT) };
 }
 
-/** The text of every choice of a chat.completion body. */
+interface ProducedMessage {
+  content?: unknown;
+  refusal?: unknown;
+  tool_calls?: unknown;
+  function_call?: unknown;
+}
+
+interface ProducedCall {
+  function?: { name?: unknown; arguments?: unknown };
+}
+
+/** What every choice of a chat.completion body produced: text, refusal, tool-call names and arguments. */
 export function completionText(body: Record<string, unknown>): string {
   const choices = Array.isArray(body.choices) ? body.choices : [];
-  return choices
-    .map((c: { message?: { content?: unknown } }) => (c?.message?.content ? contentText(c.message.content) : ''))
-    .join('');
+  let text = '';
+  for (const choice of choices as { message?: ProducedMessage }[]) {
+    const message = choice?.message;
+    if (!message) continue;
+    if (message.content) text += contentText(message.content);
+    text += producedText(message);
+  }
+  return text;
 }
 
-/** The content (or refusal) text of a chunk's deltas. */
+/** What a chunk's deltas produced: content, refusal, tool-call names and argument pieces, in their order. */
 export function deltaText(chunk: Record<string, unknown>): string {
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   let text = '';
-  for (const choice of choices as { delta?: { content?: unknown; refusal?: unknown } }[]) {
-    if (typeof choice?.delta?.content === 'string') text += choice.delta.content;
-    if (typeof choice?.delta?.refusal === 'string') text += choice.delta.refusal;
+  for (const choice of choices as { delta?: ProducedMessage }[]) {
+    const delta = choice?.delta;
+    if (!delta) continue;
+    if (typeof delta.content === 'string') text += delta.content;
+    text += producedText(delta);
   }
   return text;
+}
+
+/**
+ * A message's or delta's text besides its content: the refusal, then each tool call's name and arguments
+ * (and the legacy function_call's). A stream's deltas add up to its JSON answer's text.
+ */
+function producedText(message: ProducedMessage): string {
+  let text = typeof message.refusal === 'string' ? message.refusal : '';
+  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls as ProducedCall[]) text += callText(call?.function);
+  if (message.function_call) text += callText(message.function_call as ProducedCall['function']);
+  return text;
+}
+
+function callText(fn: ProducedCall['function']): string {
+  if (!fn || typeof fn !== 'object') return '';
+  return (typeof fn.name === 'string' ? fn.name : '') + (typeof fn.arguments === 'string' ? fn.arguments : '');
 }
 
 /**
@@ -43,11 +82,4 @@ export function promptTokenBound(body: Record<string, unknown>, contextWindow: n
     if (body[field] !== undefined) bytes += Buffer.byteLength(JSON.stringify(body[field]));
   }
   return contextWindow === undefined ? bytes : Math.min(bytes, contextWindow);
-}
-
-/** The usage record's token columns are `integer`: a larger count is not believable, and could not be stored. */
-const MAX_TOKEN_COUNT = 2_147_483_647;
-
-function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 }

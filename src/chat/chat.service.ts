@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { BillingService, KeyBudget, Reservation } from '../billing/billing.service';
+import { RequestCost, requestCost } from '../billing/request-cost';
 import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
 import { MetricsService } from '../metrics/metrics.service';
@@ -7,9 +8,8 @@ import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../provid
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
 import { UpstreamRouter } from '../routing/upstream-router';
 import { UsageMeter } from '../usage/usage-meter';
-import { TokenUsage } from '../usage/usage-record';
 import { ChatRequest } from './chat-request.pipe';
-import { completionText, countedUsage, deltaText, promptTokenBound, upstreamUsage } from './chat-usage';
+import { completionText, countedUsage, deltaText, promptTokenBound } from './chat-usage';
 import { ChatStreamSink } from './chat-stream-sink';
 
 /** One chat request, as its controller hands it over. */
@@ -71,13 +71,13 @@ export class ChatService {
       throw asGatewayError(err, 'model');
     }
     let produced = '';
-    let usage: TokenUsage | null = null;
+    let cost: RequestCost | null = null;
     this.metrics.streamOpened();
     try {
       for await (const chunk of chunks) {
         if (!sink.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
         if (chunk.usage !== undefined) {
-          usage = upstreamUsage(chunk.usage) ?? usage;
+          cost = requestCost(chunk.usage, chat.model) ?? cost;
           if (!chat.includeUsage) {
             delete chunk.usage;
             if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
@@ -104,7 +104,7 @@ export class ChatService {
     }
     // A client that left is charged for the prompt and what was produced until then.
     if (!signal.aborted) sink.finish();
-    this.charge(call, reservation, usage ?? (await this.counted(reservation, chat, produced)));
+    this.charge(call, reservation, cost ?? (await this.counted(reservation, chat, produced)));
   }
 
   private reserve({ accountId, requestId, key, chat }: ChatCall): Promise<Reservation> {
@@ -132,18 +132,23 @@ export class ChatService {
 
   /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
   private async chargeAnswer(call: ChatCall, reservation: Reservation, body: Record<string, unknown>): Promise<void> {
-    this.charge(call, reservation, upstreamUsage(body.usage) ?? (await this.counted(reservation, call.chat, completionText(body))));
+    const cost = requestCost(body.usage, call.chat.model) ?? (await this.counted(reservation, call.chat, completionText(body)));
+    this.charge(call, reservation, cost);
   }
 
   /** The meter writes the request's record with its charge, in the settlement's transaction, once the response has closed. */
-  private charge({ meter }: ChatCall, reservation: Reservation, usage: TokenUsage): void {
-    meter.charged(usage, (record) => this.billing.settle(reservation, usage, record, true));
+  private charge({ meter }: ChatCall, reservation: Reservation, cost: RequestCost): void {
+    meter.charged(cost.usage, (record) => this.billing.settle(reservation, cost.micros, record, true));
   }
 
-  /** Counted with the tokenizer, for an upstream that reported no usage; should counting fail, the hold goes back. */
-  private async counted(reservation: Reservation, chat: ChatRequest, completion: string): Promise<TokenUsage> {
+  /**
+   * The cost of the gateway's own count, for an upstream that reported no usage (or a stream the client
+   * left): priced by the same function as a reported one. Should counting fail, the hold goes back.
+   */
+  private async counted(reservation: Reservation, chat: ChatRequest, produced: string): Promise<RequestCost> {
     try {
-      return await countedUsage(chat.body.messages, completion);
+      // A count is always a valid pair of totals (countedUsage caps it), so it always has a cost.
+      return requestCost(await countedUsage(chat.body, produced), chat.model)!;
     } catch (err) {
       await this.releaseQuietly(reservation);
       throw err;

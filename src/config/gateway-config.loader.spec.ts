@@ -86,6 +86,32 @@ describe('validateGatewayConfig', () => {
     expect(message).toContain(field);
   });
 
+  it("accepts a chat model's token-class prices", () => {
+    const raw = validRaw();
+    Object.assign(raw.catalog[0], {
+      cached_input_price_per_million: 0.075,
+      cache_write_price_per_million: 0.1875,
+      audio_input_price_per_million: 10,
+      audio_output_price_per_million: 20,
+    });
+    const [sut] = validateGatewayConfig(raw).catalog;
+    expect(sut).toMatchObject({ cached_input_price_per_million: 0.075, cache_write_price_per_million: 0.1875, audio_input_price_per_million: 10, audio_output_price_per_million: 20 });
+  });
+
+  it.each(['cached_input_price_per_million', 'cache_write_price_per_million', 'audio_input_price_per_million', 'audio_output_price_per_million'])(
+    'refuses a negative, non-numeric, empty or too fine %s, naming it',
+    (field) => {
+      for (const value of [-0.5, '1.25', null, true, 0.0000001, 1e13]) {
+        const message = problemsOf((r) => (r.catalog[0][field] = value));
+        expect([value, message]).toEqual([value, expect.stringContaining(`catalog[0].${field}:`)]);
+      }
+    },
+  );
+
+  it('refuses a base price finer than a millionth of a dollar per million tokens at start', () => {
+    expect(problemsOf((r) => (r.catalog[0].input_price_per_million = 0.0000001))).toContain('catalog[0].input_price_per_million: must have at most 6 decimals');
+  });
+
   it.each<[string, (raw: Raw) => void, string]>([
     ['a misspelt top-level key', (r) => (r.limit = { chat_burst: { requests: 1 } }), 'limit: unknown key'],
     ['a misspelt limits key', (r) => (r.limits = { chat_brust: { requests: 1 } }), 'limits.chat_brust: unknown key'],

@@ -74,6 +74,23 @@ export function deploymentName(upstream: { provider: string; upstream_model: str
 /** Deployments one model may list: the router tracks which were tried in one request as bits of a number. */
 export const MAX_DEPLOYMENTS = 16;
 
+const isGiven = (_: object, value: unknown) => value !== undefined;
+
+/** The decimal text of a price billing converts exactly (usdToMicros, src/common/money.ts): at most 12 integer digits and 6 decimals. */
+const EXACT_PRICE = /^\d{1,12}(\.\d{1,6})?$/;
+
+/** Billing converts a price to integer pico-USD per token exactly (src/billing/token-prices.ts): at most 6 decimals, 12 integer digits. */
+function ExactPrice(): PropertyDecorator {
+  return ValidateBy({
+    name: 'exactPrice',
+    validator: {
+      // Not a number, or negative: IsNumber and Min say so. A number's text is its shortest round-trip form (1e-7 has none).
+      validate: (price: unknown) => typeof price !== 'number' || price < 0 || EXACT_PRICE.test(String(price)),
+      defaultMessage: () => '$property must have at most 6 decimals and 12 integer digits',
+    },
+  });
+}
+
 export class CatalogEntry {
   @IsString() @Matches(/^[A-Za-z0-9._:\/-]+$/) id: string;
   @IsIn(MODEL_KINDS) kind: ModelKind;
@@ -90,8 +107,14 @@ export class CatalogEntry {
   /** How long a deployment stays out before one probe request is let through. */
   @IsNumber() @Min(0.001) @Max(3600) cooldown_s = 30;
 
-  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) input_price_per_million?: number;
-  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) output_price_per_million?: number;
+  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) @ExactPrice() input_price_per_million?: number;
+  @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsNumber() @Min(0) @ExactPrice() output_price_per_million?: number;
+  // Token classes with a price of their own (docs/billing.md, "Token classes"); left out: the input or output
+  // price. An empty value (null) is refused: it is more likely a forgotten price than a wish for the default.
+  @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() cached_input_price_per_million?: number;
+  @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() cache_write_price_per_million?: number;
+  @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_input_price_per_million?: number;
+  @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_output_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;
   /** Upper bound of the model's context, used to bound the prompt estimate. */
   @IsOptional() @IsInt() @Min(1) context_window?: number;

@@ -5,7 +5,7 @@ import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode, GatewayError } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
-import { jsonAnswer } from '../openapi/response-schemas';
+import { jsonAnswer, usageRequest } from '../openapi/response-schemas';
 import { object, string } from '../openapi/schemas';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
 import { usagePeriod } from '../usage/usage-period';
@@ -21,7 +21,7 @@ const CONTENT_SECURITY_POLICY =
 
 const requestsPage = object({
   object: { type: 'string', enum: ['list'] },
-  data: { type: 'array', items: { type: 'object' } },
+  data: { type: 'array', items: usageRequest },
   has_more: { type: 'boolean' },
 });
 

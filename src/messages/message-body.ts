@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { upstreamUsage } from '../chat/chat-usage';
+import { tokenUsageOf } from '../billing/request-cost';
 
 /** An Anthropic-style object id: `msg_…` for messages, `toolu_…` for a tool call the upstream left without an id. */
 export function newId(prefix: 'msg' | 'toolu'): string {
@@ -36,25 +36,19 @@ export function stopOf(choice: { finish_reason?: unknown; stop_reason?: unknown 
 }
 
 /**
- * Chat's usage block in Anthropic's terms: the cached and cache-write tokens are part of chat's
- * prompt_tokens and stand beside Anthropic's input_tokens; subtotals that add up to more than the prompt are
- * cut to fit (the total wins, as in billing). Null when the upstream sent no valid usage.
+ * Chat's usage block in Anthropic's terms (DESIGN.md section 10): the cached and cache-write tokens are part
+ * of chat's prompt_tokens and stand beside Anthropic's input_tokens, read as billing reads them
+ * (tokenUsageOf: invalid subtotals count 0, subtotals over the total are cut to fit). Null when the upstream
+ * sent no valid usage.
  */
 export function messageUsage(usage: unknown): MessageUsage | null {
-  const tokens = upstreamUsage(usage);
+  const tokens = tokenUsageOf(usage);
   if (!tokens) return null;
-  const details = (usage as { prompt_tokens_details?: unknown }).prompt_tokens_details;
-  const detail = (name: string) => {
-    const value = details && typeof details === 'object' ? (details as Record<string, unknown>)[name] : undefined;
-    return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
-  };
-  const cached = Math.min(detail('cached_tokens'), tokens.promptTokens);
-  const cacheWrite = Math.min(detail('cache_write_tokens'), tokens.promptTokens - cached);
   return {
-    input_tokens: tokens.promptTokens - cached - cacheWrite,
+    input_tokens: tokens.promptTokens - tokens.cachedTokens - tokens.cacheWriteTokens,
     output_tokens: tokens.completionTokens,
-    cache_read_input_tokens: cached,
-    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: tokens.cachedTokens,
+    cache_creation_input_tokens: tokens.cacheWriteTokens,
   };
 }
 

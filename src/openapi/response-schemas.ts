@@ -10,22 +10,80 @@ export const usagePeriodDescriptions = {
   to: 'End, exclusive (same format); a date-only value covers that whole UTC day; default: now',
 };
 
+const integer: SchemaObject = { type: 'integer' };
+const boolean: SchemaObject = { type: 'boolean' };
+const nullableString: SchemaObject = { type: 'string', nullable: true };
+const listOf = (items: SchemaObject): SchemaObject => ({ type: 'array', items });
+
+/** The token classes (DESIGN.md section 10): each a part of prompt_tokens or completion_tokens, priced on its own. */
+const tokenClasses: Record<string, SchemaObject> = {
+  cached_tokens: { type: 'integer', description: 'Part of prompt_tokens read from the prompt cache (cached_input_price_per_million)' },
+  cache_write_tokens: { type: 'integer', description: 'Part of prompt_tokens written to the prompt cache (cache_write_price_per_million)' },
+  reasoning_tokens: { type: 'integer', description: 'Part of completion_tokens spent reasoning (billed as output)' },
+  audio_input_tokens: { type: 'integer', description: 'Part of prompt_tokens that is audio (audio_input_price_per_million)' },
+  audio_output_tokens: { type: 'integer', description: 'Part of completion_tokens that is audio (audio_output_price_per_million)' },
+};
+
+/** What a group of requests used and cost: chat tokens (with their classes), audio seconds, speech characters. */
+const usageTotals: Record<string, SchemaObject> = {
+  requests: integer,
+  prompt_tokens: integer,
+  completion_tokens: integer,
+  ...tokenClasses,
+  audio_seconds: number,
+  input_chars: integer,
+  cost_usd: string,
+};
+
+/** One request of the usage view (the latest requests, and the dashboard's pages of them). */
+export const usageRequest = object({
+  request_id: string,
+  key_id: string,
+  model: nullableString,
+  endpoint: string,
+  status: integer,
+  error_code: nullableString,
+  prompt_tokens: integer,
+  completion_tokens: integer,
+  ...tokenClasses,
+  audio_seconds: number,
+  input_chars: integer,
+  cost_usd: string,
+  latency_ms: integer,
+  streamed: boolean,
+  created_at: string,
+});
+
 const usageSummaryProperties: Record<string, SchemaObject> = {
   from: string,
   to: string,
-  totals: { type: 'object' },
-  by_key: { type: 'array', items: { type: 'object' } },
-  by_model: { type: 'array', items: { type: 'object' } },
-  daily: { type: 'array', items: { type: 'object' } },
-  latest: { type: 'array', items: { type: 'object' } },
-  by_endpoint: { type: 'array', items: { type: 'object' } },
-  latest_has_more: { type: 'boolean' },
+  totals: object(usageTotals),
+  by_key: listOf(object({ key_id: string, key_name: nullableString, key_prefix: string, revoked_at: nullableString, ...usageTotals })),
+  by_model: listOf(object({ model: nullableString, unknown: boolean, ...usageTotals })),
+  daily: listOf(object({ day: string, ...usageTotals })),
+  latest: listOf(usageRequest),
+  by_endpoint: listOf(
+    object({
+      endpoint: string,
+      requests: integer,
+      failed: integer,
+      error_rate: number,
+      statuses: listOf(object({ status: integer, error_code: nullableString, requests: integer })),
+    }),
+  ),
+  latest_has_more: boolean,
 };
 
 export const usageSummary = object({ account_id: string, ...usageSummaryProperties });
 
 /** The admin's view adds the deployments (src/routing/) that served the account's requests. */
-export const adminUsageSummary = object({ account_id: string, ...usageSummaryProperties, by_deployment: { type: 'array', items: { type: 'object' } } });
+export const adminUsageSummary = object({
+  account_id: string,
+  ...usageSummaryProperties,
+  by_deployment: listOf(
+    object({ model: nullableString, deployment: nullableString, requests: integer, failed: integer, attempts: integer, retried: integer, cost_usd: string }),
+  ),
+});
 
 export const account = object({
   id: string,

@@ -4,7 +4,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { countPromptTokens, countTextTokens, tokenPrefix } from './token-count';
+import { countPromptTokens, countTextTokens, tokenPrefix, toolDefinitions } from './token-count';
 import { MAX_PIECE_LENGTH, tokenPieces } from './token-pieces';
 
 const ROOT = join(__dirname, '../..');
@@ -114,6 +114,18 @@ describe('countPromptTokens', () => {
     ];
     const expected = 3 + 3 + countTokens('system') + countTokens('Be brief.') + 3 + countTokens('user') + countTokens('ann') + countTokens('Hello there');
     expect(await countPromptTokens(messages)).toBe(expected);
+  });
+
+  it('counts the tool definitions as their JSON text (tools, and the legacy functions)', async () => {
+    const messages = [{ role: 'user', content: 'Weather?' }];
+    const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+    const functions = [{ name: 'get_time', parameters: { type: 'object', properties: {} } }];
+    const plain = await countPromptTokens(messages);
+    expect(await countPromptTokens(messages, toolDefinitions({ messages, tools }))).toBe(plain + countTokens(JSON.stringify(tools)));
+    expect(await countPromptTokens(messages, toolDefinitions({ messages, tools, functions }))).toBe(
+      plain + countTokens(JSON.stringify(tools)) + countTokens(JSON.stringify(functions)),
+    );
+    expect(toolDefinitions({ messages, tools: null })).toEqual([]);
   });
 });
 

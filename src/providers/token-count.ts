@@ -61,10 +61,14 @@ export async function tokenPrefix(text: string, limit: number): Promise<TokenPre
   return { text, tokens, cut: false };
 }
 
-/** Prompt tokens of a chat request's messages, counted the way OpenAI bills them. */
-export async function countPromptTokens(messages: unknown[]): Promise<number> {
+/**
+ * Prompt tokens of a chat request, counted the way OpenAI bills them: its messages, and its tool
+ * definitions (`tools`, legacy `functions`) as their JSON text (OpenAI renders them in a format of its own).
+ */
+export async function countPromptTokens(messages: unknown[], toolDefinitions: unknown[] = []): Promise<number> {
   let total = TOKENS_PER_REPLY;
   const yielder = new EventLoopYielder();
+  for (const tools of toolDefinitions) total += await countWith(JSON.stringify(tools), yielder);
   for (const message of messages) {
     total += TOKENS_PER_MESSAGE;
     if (yielder.due(1)) await yielder.yield();
@@ -75,6 +79,11 @@ export async function countPromptTokens(messages: unknown[]): Promise<number> {
     }
   }
   return total;
+}
+
+/** The tool definitions a chat request's prompt carries: `tools`, and the legacy `functions`. */
+export function toolDefinitions(body: Record<string, unknown>): unknown[] {
+  return [body.tools, body.functions].filter((tools) => tools !== undefined && tools !== null);
 }
 
 /** The text of a message content: a string, or the text parts of a content array. */

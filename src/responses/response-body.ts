@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { upstreamUsage } from '../chat/chat-usage';
+import { tokenUsageOf } from '../billing/request-cost';
 import { ResponseEcho } from './responses-request.pipe';
 
 /** An OpenAI-style object id: `resp_…`, `msg_…`, `fc_…`. */
@@ -103,17 +103,18 @@ interface ChatToolCall {
   function?: { name?: unknown; arguments?: unknown };
 }
 
-/** Chat's usage block in the Responses API's terms. */
-function responseUsage(usage: unknown): Record<string, unknown> | null {
-  const tokens = upstreamUsage(usage);
+/**
+ * Chat's usage block in the Responses API's terms (ResponseUsage): the counts the request is billed on
+ * (tokenUsageOf, which reads this shape back to the same classes). The audio classes have no field there.
+ */
+export function responseUsage(usage: unknown): Record<string, unknown> | null {
+  const tokens = tokenUsageOf(usage);
   if (!tokens) return null;
-  const details = usage as { prompt_tokens_details?: { cached_tokens?: unknown }; completion_tokens_details?: { reasoning_tokens?: unknown } };
-  const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : 0);
   return {
     input_tokens: tokens.promptTokens,
-    input_tokens_details: { cached_tokens: count(details.prompt_tokens_details?.cached_tokens), cache_write_tokens: 0 },
+    input_tokens_details: { cached_tokens: tokens.cachedTokens, cache_write_tokens: tokens.cacheWriteTokens },
     output_tokens: tokens.completionTokens,
-    output_tokens_details: { reasoning_tokens: count(details.completion_tokens_details?.reasoning_tokens) },
+    output_tokens_details: { reasoning_tokens: tokens.reasoningTokens },
     total_tokens: tokens.promptTokens + tokens.completionTokens,
   };
 }

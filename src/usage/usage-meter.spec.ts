@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { ChargeWriter, MeteredRequest, UsageMeter, UsageRecordSink } from './usage-meter';
-import { UsageRecordValues } from './usage-record';
+import { NO_TOKENS, UsageRecordValues } from './usage-record';
 
 class FakeResponse extends EventEmitter {
   headersSent = true;
@@ -61,12 +61,24 @@ describe(UsageMeter.name, () => {
       writes.push(record);
       return 42n;
     };
-    meter.charged({ promptTokens: 7, completionTokens: 3 }, charge);
+    const tokens = { promptTokens: 7, completionTokens: 3, cachedTokens: 4, cacheWriteTokens: 1, audioInputTokens: 2, audioOutputTokens: 1, reasoningTokens: 2 };
+    meter.charged(tokens, charge);
     meter.handled();
     res.close(200);
     expect(uncharged).toHaveLength(0);
     expect(charged).toHaveLength(1);
-    expect(writes[0]).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, status: 200 });
+    expect(writes[0]).toMatchObject({
+      prompt_tokens: 7, completion_tokens: 3, cached_tokens: 4, cache_write_tokens: 1, audio_input_tokens: 2, audio_output_tokens: 1, reasoning_tokens: 2, status: 200,
+    });
+  });
+
+  it('records no tokens of any class for a request that used none', () => {
+    const { meter, res, uncharged } = setup();
+    meter.handled();
+    res.close(402);
+    expect(uncharged[0]).toMatchObject({
+      prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, audio_input_tokens: 0, audio_output_tokens: 0, reasoning_tokens: 0,
+    });
   });
 
   it('records a client that left before the response was complete as 499, unless an error was answered', () => {
@@ -112,7 +124,7 @@ describe(UsageMeter.name, () => {
 
   it('writes a response the handler has ended as soon as the handler is done, without waiting for the flush', () => {
     const { meter, res, charged } = setup();
-    meter.charged({ promptTokens: 1, completionTokens: 1 }, async () => 1n);
+    meter.charged({ ...NO_TOKENS, promptTokens: 1, completionTokens: 1 }, async () => 1n);
     res.writableEnded = true;
     meter.handled();
     expect(charged).toHaveLength(1);

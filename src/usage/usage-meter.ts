@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { AuthContext, GatewayRequest } from '../common/http/gateway-request';
 import { storableText } from '../common/storable-text';
-import { MAX_RECORDED_MODEL_LENGTH, TokenUsage, UsageRecordValues } from './usage-record';
+import { MAX_RECORDED_MODEL_LENGTH, NO_TOKENS, TokenUsage, UsageRecordValues } from './usage-record';
 
 /** Writes a request's record together with its charge (billing's settlement); resolves to the charge. */
 export type ChargeWriter = (record: UsageRecordValues) => Promise<bigint>;
@@ -45,7 +45,7 @@ export class UsageMeter {
   private audioSeconds = 0;
   private deployment: string | null = null;
   private attempts: number | null = null;
-  private tokens: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  private tokens: TokenUsage = NO_TOKENS;
   private errorCode: string | null = null;
   private charge: ChargeWriter | null = null;
   private status: number | null = null;
@@ -80,7 +80,7 @@ export class UsageMeter {
     this.errorCode = code;
   }
 
-  /** The request used these tokens; its record is written by `charge`, with what it charged. */
+  /** The request used these tokens (by class); its record is written by `charge`, with what it charged. */
   charged(tokens: TokenUsage, charge: ChargeWriter): void {
     this.tokens = tokens;
     this.charge = charge;
@@ -119,6 +119,11 @@ export class UsageMeter {
       error_code: this.errorCode,
       prompt_tokens: this.tokens.promptTokens,
       completion_tokens: this.tokens.completionTokens,
+      cached_tokens: this.tokens.cachedTokens,
+      cache_write_tokens: this.tokens.cacheWriteTokens,
+      reasoning_tokens: this.tokens.reasoningTokens,
+      audio_input_tokens: this.tokens.audioInputTokens,
+      audio_output_tokens: this.tokens.audioOutputTokens,
       audio_seconds: this.audioSeconds.toFixed(3),
       input_chars: this.inputChars,
       latency_ms: Number((process.hrtime.bigint() - this.startedAt) / 1_000_000n),

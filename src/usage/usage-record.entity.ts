@@ -13,6 +13,13 @@ export class UsageRecord {
   @Column('text', { name: 'error_code', nullable: true }) errorCode: string | null;
   @Column('integer', { name: 'prompt_tokens', default: 0 }) promptTokens: number;
   @Column('integer', { name: 'completion_tokens', default: 0 }) completionTokens: number;
+  /** Token classes (DESIGN.md section 10): parts of prompt_tokens… */
+  @Column('integer', { name: 'cached_tokens', default: 0 }) cachedTokens: number;
+  @Column('integer', { name: 'cache_write_tokens', default: 0 }) cacheWriteTokens: number;
+  @Column('integer', { name: 'audio_input_tokens', default: 0 }) audioInputTokens: number;
+  /** …and of completion_tokens. */
+  @Column('integer', { name: 'reasoning_tokens', default: 0 }) reasoningTokens: number;
+  @Column('integer', { name: 'audio_output_tokens', default: 0 }) audioOutputTokens: number;
   @Column('numeric', { name: 'audio_seconds', precision: 12, scale: 3, default: 0 }) audioSeconds: string;
   @Column('integer', { name: 'input_chars', default: 0 }) inputChars: number;
   @Column('bigint', { name: 'cost_micros', default: 0 }) costMicros: string;

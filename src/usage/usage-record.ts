@@ -1,8 +1,29 @@
-/** The tokens a chat request used: what its charge is computed from. */
+/**
+ * The tokens a chat request used, by class (DESIGN.md section 10): what its charge is computed from
+ * (src/billing/request-cost.ts). Each subtotal is part of its total, and together they never exceed it.
+ */
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Parts of promptTokens: read from the prompt cache, written to it, audio. */
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  audioInputTokens: number;
+  /** Parts of completionTokens: audio, and reasoning (billed as output, not shown in the answer). */
+  audioOutputTokens: number;
+  reasoningTokens: number;
 }
+
+/** No tokens at all: a request that used none (or whose upstream call failed). */
+export const NO_TOKENS: TokenUsage = Object.freeze({
+  promptTokens: 0,
+  completionTokens: 0,
+  cachedTokens: 0,
+  cacheWriteTokens: 0,
+  audioInputTokens: 0,
+  audioOutputTokens: 0,
+  reasoningTokens: 0,
+});
 
 /** A model id as sent is kept to this many UTF-16 units: enough for any real id, bounded for junk. */
 export const MAX_RECORDED_MODEL_LENGTH = 64;
@@ -18,6 +39,11 @@ export interface UsageRecordValues {
   error_code: string | null;
   prompt_tokens: number;
   completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  audio_input_tokens: number;
+  audio_output_tokens: number;
   audio_seconds: string;
   input_chars: number;
   latency_ms: number;
@@ -29,7 +55,8 @@ export interface UsageRecordValues {
 
 const USAGE_RECORD_COLUMNS: (keyof UsageRecordValues)[] = [
   'request_id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'prompt_tokens',
-  'completion_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed', 'deployment', 'attempts',
+  'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'reasoning_tokens', 'audio_input_tokens',
+  'audio_output_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed', 'deployment', 'attempts',
 ];
 
 /**

@@ -24,6 +24,11 @@ interface TotalsRow {
   requests: string;
   prompt_tokens: string;
   completion_tokens: string;
+  cached_tokens: string;
+  cache_write_tokens: string;
+  reasoning_tokens: string;
+  audio_input_tokens: string;
+  audio_output_tokens: string;
   audio_seconds: string;
   input_chars: string;
   cost_micros: string;
@@ -164,7 +169,7 @@ export class UsageReportService {
                       AND (created_at, id) < (SELECT created_at, id FROM usage_records WHERE id = $5)`;
     }
     const rows: Record<string, unknown>[] = await this.db.query(
-      `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens,
+      `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ${TOKEN_CLASSES.join(', ')},
               audio_seconds, input_chars, cost_micros, latency_ms, streamed, created_at
          FROM usage_records WHERE ${IN_PERIOD} ${beforeCursor}
         ORDER BY created_at DESC, id DESC LIMIT $4`,
@@ -174,7 +179,9 @@ export class UsageReportService {
   }
 }
 
-const SUMMED = ['prompt_tokens', 'completion_tokens', 'audio_seconds', 'input_chars', 'cost_micros'];
+/** The token classes (DESIGN.md section 10): parts of the prompt and completion tokens, shown beside them. */
+const TOKEN_CLASSES = ['cached_tokens', 'cache_write_tokens', 'reasoning_tokens', 'audio_input_tokens', 'audio_output_tokens'] as const;
+const SUMMED = ['prompt_tokens', 'completion_tokens', ...TOKEN_CLASSES, 'audio_seconds', 'input_chars', 'cost_micros'];
 
 function totalsColumns(tableAlias: string): string {
   return ['COUNT(*) AS requests', ...SUMMED.map((c) => `COALESCE(SUM(${tableAlias}${c}), 0) AS ${c}`)].join(', ');
@@ -185,6 +192,11 @@ function renderTotals(r: TotalsRow) {
     requests: Number(r.requests),
     prompt_tokens: Number(r.prompt_tokens),
     completion_tokens: Number(r.completion_tokens),
+    cached_tokens: Number(r.cached_tokens),
+    cache_write_tokens: Number(r.cache_write_tokens),
+    reasoning_tokens: Number(r.reasoning_tokens),
+    audio_input_tokens: Number(r.audio_input_tokens),
+    audio_output_tokens: Number(r.audio_output_tokens),
     audio_seconds: Number(r.audio_seconds),
     input_chars: Number(r.input_chars),
     cost_usd: microsToUsd(r.cost_micros),
@@ -228,6 +240,11 @@ function renderRequest(r: Record<string, unknown>) {
     error_code: r.error_code,
     prompt_tokens: r.prompt_tokens,
     completion_tokens: r.completion_tokens,
+    cached_tokens: r.cached_tokens,
+    cache_write_tokens: r.cache_write_tokens,
+    reasoning_tokens: r.reasoning_tokens,
+    audio_input_tokens: r.audio_input_tokens,
+    audio_output_tokens: r.audio_output_tokens,
     audio_seconds: Number(r.audio_seconds),
     input_chars: r.input_chars,
     cost_usd: microsToUsd(r.cost_micros as string),

@@ -6,11 +6,30 @@ import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { RawConfig, startTestApp, TestApp } from './test-app';
 
 /** A chat model of the test catalog, served by a fake upstream. Prices in USD per million tokens. */
-export interface PricedModel {
+export interface PricedModel extends ClassPrices {
   id: string;
   input: number;
   output: number;
   maxOutput: number;
+}
+
+/** The token classes' own prices (DESIGN.md section 10); unset: the input or output price. */
+export interface ClassPrices {
+  cachedInput?: number;
+  cacheWrite?: number;
+  audioInput?: number;
+  audioOutput?: number;
+}
+
+/** The catalog keys of a model's class prices, those it sets. */
+export function classPriceFields(m: ClassPrices): Record<string, number> {
+  const fields: Record<string, number | undefined> = {
+    cached_input_price_per_million: m.cachedInput,
+    cache_write_price_per_million: m.cacheWrite,
+    audio_input_price_per_million: m.audioInput,
+    audio_output_price_per_million: m.audioOutput,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
 }
 
 export interface FakeProviderOptions {
@@ -42,6 +61,7 @@ export function withFakeProvider(baseUrl: string, models: PricedModel[], options
         upstream_model: upstreamModelOf(m),
         input_price_per_million: m.input,
         output_price_per_million: m.output,
+        ...classPriceFields(m),
         max_output_tokens: m.maxOutput,
       });
     }
@@ -50,12 +70,51 @@ export function withFakeProvider(baseUrl: string, models: PricedModel[], options
 }
 
 /**
- * The documented charge (docs/billing.md): prompt × input price + completion × output price, computed
- * exactly in pico-USD and rounded once, half up, to the micro-dollar.
+ * The documented charge (docs/billing.md) of plain tokens: prompt × input price + completion × output price,
+ * computed exactly in pico-USD and rounded up once to the micro-dollar.
  */
 export function costMicros(model: Pick<PricedModel, 'input' | 'output'>, promptTokens: number, completionTokens: number): bigint {
-  const picos = BigInt(promptTokens) * usdToMicros(model.input)! + BigInt(completionTokens) * usdToMicros(model.output)!;
-  return (picos + 500_000n) / 1_000_000n;
+  return classCostMicros(model, { prompt: promptTokens, completion: completionTokens });
+}
+
+/** Token counts by class, as the usage record keeps them: each class is a part of its total. */
+export interface ClassTokens {
+  prompt: number;
+  completion: number;
+  cached?: number;
+  cacheWrite?: number;
+  audioIn?: number;
+  audioOut?: number;
+}
+
+/**
+ * The documented charge of a request by token class (docs/billing.md, "Token classes"), written out here as
+ * the test's own oracle: each class at its price (the input or output price when it has none), exactly in
+ * pico-USD, rounded up once to the micro-dollar. The counts must already fit their totals.
+ */
+export function classCostMicros(model: Pick<PricedModel, 'input' | 'output'> & ClassPrices, tokens: ClassTokens): bigint {
+  const picos = (price: number | undefined, fallback: number) => usdToMicros(price ?? fallback)!;
+  const { prompt, completion, cached = 0, cacheWrite = 0, audioIn = 0, audioOut = 0 } = tokens;
+  const total =
+    BigInt(prompt - cached - cacheWrite - audioIn) * picos(model.input, 0) +
+    BigInt(cached) * picos(model.cachedInput, model.input) +
+    BigInt(cacheWrite) * picos(model.cacheWrite, model.input) +
+    BigInt(audioIn) * picos(model.audioInput, model.input) +
+    BigInt(completion - audioOut) * picos(model.output, 0) +
+    BigInt(audioOut) * picos(model.audioOutput, model.output);
+  return (total + 999_999n) / 1_000_000n;
+}
+
+/**
+ * The hold of a chat request (docs/billing.md, "Token classes"): the prompt bound (the UTF-8 bytes of the
+ * messages' JSON + 3) at the highest input-class price and the output allowance at the highest output-class
+ * price, rounded up once. No charge may exceed it.
+ */
+export function holdMicros(model: Pick<PricedModel, 'input' | 'output'> & ClassPrices, messages: unknown[], allowance: number): bigint {
+  const picos = (...prices: (number | undefined)[]) => prices.reduce<bigint>((max, p) => (p === undefined || usdToMicros(p)! < max ? max : usdToMicros(p)!), 0n);
+  const promptBound = Buffer.byteLength(JSON.stringify(messages)) + 3;
+  const total = BigInt(promptBound) * picos(model.input, model.cachedInput, model.cacheWrite, model.audioInput) + BigInt(allowance) * picos(model.output, model.audioOutput);
+  return (total + 999_999n) / 1_000_000n;
 }
 
 export function sdk(gw: TestApp, key: string): OpenAI {
@@ -109,13 +168,19 @@ export interface UsageRow {
   error_code: string | null;
   prompt_tokens: number;
   completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  audio_input_tokens: number;
+  audio_output_tokens: number;
   cost_micros: string;
   streamed: boolean;
 }
 
 export async function usageRowsOf(db: DataSource, accountId: string): Promise<UsageRow[]> {
   return db.query(
-    `SELECT request_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, cost_micros, streamed
+    `SELECT request_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens,
+            reasoning_tokens, audio_input_tokens, audio_output_tokens, cost_micros, streamed
        FROM usage_records WHERE account_id = $1 ORDER BY id`,
     [accountId],
   );

@@ -32,12 +32,22 @@ export interface FakeReply {
   content: string;
   promptTokens: number;
   completionTokens: number;
-  /** Function calls instead of text (finish_reason tool_calls); streamed as a name delta, then the arguments in two halves. */
+  /** Function calls instead of text (finish_reason tool_calls); streamed as a name delta, then the arguments in `argumentPieces` pieces. */
   toolCalls?: { id: string; name: string; arguments: string }[];
+  /** How many deltas a streamed tool call's arguments come in (default 2). */
+  argumentPieces?: number;
+  /**
+   * The usage block's details, in JSON answers and in the stream's usage chunk: OpenAI's
+   * `prompt_tokens_details` ({cached_tokens: 0, audio_tokens: 0}) and `completion_tokens_details`
+   * ({reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0}), each
+   * given field over those zeros and sent as given (OpenRouter's `cache_write_tokens`; strings, negative
+   * numbers, subtotals over their total; `undefined` leaves a field out). Unset: the totals only.
+   */
+  usageDetails?: { prompt?: Record<string, unknown>; completion?: Record<string, unknown> };
+  /** No usage at all: none in a JSON answer, no usage chunk in a stream (the gateway then counts the tokens itself). */
+  omitUsage?: boolean;
   /** The content is a refusal (the `refusal` field, content null); streamed word by word as refusal deltas. */
   refusal?: boolean;
-  /** The usage block's `prompt_tokens_details` (cached_tokens, cache_write_tokens), part of promptTokens. */
-  promptTokensDetails?: Record<string, number>;
   /** vLLM's `choices[].stop_reason` beside finish_reason "stop": the stop string that ended the answer. */
   stopReason?: string;
 }
@@ -247,12 +257,7 @@ export class FakeUpstream {
     const completion = this.completionFor(body);
     const calls = this.reply.toolCalls;
     const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
-    const usage = {
-      prompt_tokens: this.reply.promptTokens,
-      completion_tokens: completion.tokens,
-      total_tokens: this.reply.promptTokens + completion.tokens,
-      ...(this.reply.promptTokensDetails ? { prompt_tokens_details: this.reply.promptTokensDetails } : {}),
-    };
+    const usage = this.usageBlock(completion.tokens);
     const finishReason = calls ? 'tool_calls' : completion.finishReason;
     const stopReason = this.reply.stopReason !== undefined && finishReason === 'stop' ? { stop_reason: this.reply.stopReason } : {};
 
@@ -269,7 +274,7 @@ export class FakeUpstream {
         ...base,
         object: 'chat.completion',
         choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason }],
-        usage,
+        ...(this.reply.omitUsage ? {} : { usage }),
       };
       if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -279,7 +284,7 @@ export class FakeUpstream {
       return sendJson(res, 200, answer);
     }
 
-    const includeUsage = body.stream_options?.include_usage === true;
+    const includeUsage = body.stream_options?.include_usage === true && !this.reply.omitUsage;
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
       ...base,
       object: 'chat.completion.chunk',
@@ -295,10 +300,11 @@ export class FakeUpstream {
       });
     }
     calls?.forEach((call, i) => {
-      const half = Math.ceil(call.arguments.length / 2);
       const toolDelta = (fields: Record<string, unknown>) => chunk([{ index: 0, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
       events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
-      events.push(toolDelta({ function: { arguments: call.arguments.slice(0, half) } }), toolDelta({ function: { arguments: call.arguments.slice(half) } }));
+      const pieces = this.reply.argumentPieces ?? 2;
+      const size = Math.ceil(call.arguments.length / pieces);
+      for (let start = 0; start < call.arguments.length; start += size) events.push(toolDelta({ function: { arguments: call.arguments.slice(start, start + size) } }));
     });
     events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
     if (includeUsage) events.push(chunk([], { usage }));
@@ -327,6 +333,18 @@ export class FakeUpstream {
       await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
     }
     res.end('data: [DONE]\n\n');
+  }
+
+  /** The usage block as OpenAI sends it: the totals, and the details when the reply has some (FakeReply.usageDetails). */
+  usageBlock(completionTokens: number): Record<string, unknown> {
+    const { promptTokens, usageDetails } = this.reply;
+    const totals = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    if (!usageDetails) return totals;
+    return {
+      ...totals,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0, ...usageDetails.prompt },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0, ...usageDetails.completion },
+    };
   }
 
   private replyMessage(text: string): Record<string, unknown> {

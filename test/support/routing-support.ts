@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './admin-client';
-import { PricedModel, withFakeProvider } from './chat-support';
+import { classPriceFields, PricedModel, withFakeProvider } from './chat-support';
 import { FakeUpstream, startFakeUpstream, unusedPortUrl } from './fake-upstream';
 import { RawConfig, startTestApp, TestApp } from './test-app';
 
@@ -51,6 +51,7 @@ export function useRoutingGateway(models: RoutedModel[], extra: (raw: RawConfig)
             cooldown_s: m.cooldown_s,
             input_price_per_million: m.input,
             output_price_per_million: m.output,
+            ...classPriceFields(m),
             max_output_tokens: m.maxOutput,
           });
         }

@@ -32,13 +32,15 @@ export function facts(dl, entries) {
 }
 
 /**
- * One table row per item. `cells(item)` gives each cell as { text, col, num?, title?, extra? } (extra:
- * a node or list of nodes after the text); `data(item)` the row's data-* attributes.
+ * One table row per item. `cells(item)` gives each cell as { text, col, num?, part?, title?, extra? } (part:
+ * a part of the cell before it, shown lighter; extra: a node or list of nodes after the text); `data(item)`
+ * the row's data-* attributes.
  */
 export function tableRow(item, cells, data, rowClass) {
   const tr = element('tr', { dataset: data(item), className: (rowClass && rowClass(item)) || '' });
   for (const cell of cells(item)) {
-    const td = element('td', { textContent: cell.text, className: cell.num ? 'num' : '', title: cell.title || '', dataset: { col: cell.col } });
+    const className = [cell.num ? 'num' : '', cell.part ? 'part' : ''].filter(Boolean).join(' ');
+    const td = element('td', { textContent: cell.text, className, title: cell.title || '', dataset: { col: cell.col } });
     if (cell.extra) td.append(...[].concat(cell.extra));
     tr.append(td);
   }

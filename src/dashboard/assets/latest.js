@@ -2,7 +2,7 @@
 // the client got and the id in the gateway's log line) with a button that copies it.
 import { api, query } from './api.js';
 import { $, element, emptyRow, integer, seconds, tableRow, utcTime } from './dom.js';
-import { revokedMark } from './tables.js';
+import { revokedMark, TOKEN_CLASSES } from './tables.js';
 
 const COPIED_MS = 1500;
 let page = null;
@@ -68,11 +68,20 @@ function part(col, text) {
 function usageParts(r) {
   const parts = [];
   if (r.prompt_tokens || r.completion_tokens) {
-    parts.push([part('prompt_tokens', integer.format(r.prompt_tokens)), ' → ', part('completion_tokens', integer.format(r.completion_tokens)), ' tok']);
+    parts.push([part('prompt_tokens', integer.format(r.prompt_tokens)), ' → ', part('completion_tokens', integer.format(r.completion_tokens)), ' tok', ...classParts(r)]);
   }
   if (r.audio_seconds) parts.push([part('audio_seconds', seconds(r.audio_seconds)), ' s']);
   if (r.input_chars) parts.push([part('input_chars', integer.format(r.input_chars)), ' chars']);
   return parts.length ? parts.flatMap((p, i) => (i ? [' · ', ...p] : p)) : ['—'];
+}
+
+/** The token classes the request used, on a line of their own under its tokens: "1,024 cached · 200 reasoning". */
+function classParts(r) {
+  const used = TOKEN_CLASSES.filter((c) => r[c.col] > 0);
+  if (used.length === 0) return [];
+  // Each class unbroken; the line breaks between them when the column is narrow.
+  const listed = used.flatMap((c, i) => [i ? ' · ' : '', element('span', { className: 'token-class' }, [part(c.col, integer.format(r[c.col])), ` ${c.label}`])]);
+  return [element('span', { className: 'part token-classes' }, listed)];
 }
 
 function requestId(id) {

@@ -4,6 +4,15 @@ import { $, element, facts, fillTable, integer, percent, seconds, utcTime } from
 
 const UNKNOWN_MODEL = '(unknown models)';
 
+/** The token classes (DESIGN.md section 10), each a part of the prompt or completion tokens, shown after its total. */
+export const TOKEN_CLASSES = [
+  { col: 'cached_tokens', label: 'cached', name: 'Cached prompt tokens', of: 'prompt' },
+  { col: 'cache_write_tokens', label: 'cache write', name: 'Cache-write prompt tokens', of: 'prompt' },
+  { col: 'audio_input_tokens', label: 'audio in', name: 'Audio prompt tokens', of: 'prompt' },
+  { col: 'reasoning_tokens', label: 'reasoning', name: 'Reasoning tokens', of: 'completion' },
+  { col: 'audio_output_tokens', label: 'audio out', name: 'Audio completion tokens', of: 'completion' },
+];
+
 export function renderAccount(account) {
   $('account-name').textContent = account.name;
   facts($('account-facts'), [
@@ -24,7 +33,9 @@ export function renderTotals(usage) {
     ['Requests', integer.format(t.requests)],
     ['Failed (error rate)', `${integer.format(failed)} (${percent(t.requests ? failed / t.requests : 0)})`],
     ['Prompt tokens', integer.format(t.prompt_tokens)],
+    ...TOKEN_CLASSES.filter((c) => c.of === 'prompt').map((c) => [c.name, integer.format(t[c.col])]),
     ['Completion tokens', integer.format(t.completion_tokens)],
+    ...TOKEN_CLASSES.filter((c) => c.of === 'completion').map((c) => [c.name, integer.format(t[c.col])]),
     ['Audio seconds', seconds(t.audio_seconds)],
     ['Speech characters', integer.format(t.input_chars)],
     ['Cost', `$${t.cost_usd}`],
@@ -89,10 +100,13 @@ function statusChip(s) {
 }
 
 function totalsCells(t) {
+  const parts = (of) => TOKEN_CLASSES.filter((c) => c.of === of).map((c) => ({ text: integer.format(t[c.col]), col: c.col, num: true, part: true }));
   return [
     { text: integer.format(t.requests), col: 'requests', num: true },
     { text: integer.format(t.prompt_tokens), col: 'prompt_tokens', num: true },
+    ...parts('prompt'),
     { text: integer.format(t.completion_tokens), col: 'completion_tokens', num: true },
+    ...parts('completion'),
     { text: seconds(t.audio_seconds), col: 'audio_seconds', num: true },
     { text: integer.format(t.input_chars), col: 'input_chars', num: true },
     { text: t.cost_usd, col: 'cost_usd', num: true },

@@ -1,9 +1,10 @@
 -- Charges settled requests to their budget leases (docs/billing.md, "Budget leases"). Items: account, lease,
 -- request, hold (the request's part of the lease), release_rest (give the part not charged back to the
--- account rather than keep it in the lease), prompt, completion, in_picos, out_picos, budget (the key's
--- budget, whose month spend counts the charge; null: none), key_lease (the hold is in that key's own lease,
--- so it is counted in the key's held amount too). The charge is the cost,
--- at most the hold: the hold was affordable, so the balance cannot go negative. The lease rows, the account
+-- account rather than keep it in the lease), cost (micro-USD, computed by the application from the request's
+-- usage: requestCost, src/billing/request-cost.ts), budget (the key's budget, whose month spend counts the
+-- charge; null: none), key_lease (the hold is in that key's own lease, so it is counted in the key's held
+-- amount too). The charge is the cost, at most the hold: the hold was affordable, so the balance cannot go
+-- negative. The lease rows, the account
 -- rows and the lease month's counters are written once per call. A request whose lease is gone (swept)
 -- settles through billing_settle, which charges only what is still free (the key's limit included); its
 -- `released` is null. Lock order: lease rows, account rows (ascending id), monthly counters, key counters.
@@ -29,8 +30,7 @@ BEGIN
     SELECT (e.ord - 1)::integer AS i, (e.v->>'account')::uuid AS account, e.v->>'request' AS request,
            e.v->>'lease' AS lease, (e.v->>'hold')::bigint AS held, (e.v->>'release_rest')::boolean AS release_rest,
            (e.v->>'budget')::uuid AS budget, COALESCE((e.v->>'key_lease')::boolean, false) AS key_lease,
-           billing_cost_micros((e.v->>'prompt')::bigint, (e.v->>'completion')::bigint,
-                               (e.v->>'in_picos')::bigint, (e.v->>'out_picos')::bigint) AS cost,
+           (e.v->>'cost')::bigint AS cost,
            l.month
       FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(v, ord)
       LEFT JOIN unnest(v_leases, v_lease_months) AS l(lease, month) ON l.lease = e.v->>'lease'
@@ -60,9 +60,7 @@ BEGIN
           FROM unnest(v_key_budgets, v_key_months, v_key_charged) AS u(b, m, c) WHERE b = r.budget AND m = v_month;
         IF v_key_limit IS NOT NULL THEN v_swept_cost := GREATEST(0, LEAST(v_swept_cost, v_key_remaining)); END IF;
       END IF;
-      -- billing_settle takes a token count: the cost, capped to what the key's limit still allows, is handed
-      -- over as one prompt token at that many micro-USD (10^6 pico-USD each), which it prices exactly.
-      SELECT s.charged INTO v_swept_charge FROM billing_settle(r.account, r.request, 1, 0, v_swept_cost * 1000000, 0) s;
+      SELECT s.charged INTO v_swept_charge FROM billing_settle(r.account, r.request, v_swept_cost) s;
       v_key_budgets := v_key_budgets || r.budget;
       v_key_months := v_key_months || v_month;
       v_key_released := v_key_released || 0::bigint;

@@ -18,8 +18,8 @@ BEGIN
     v_budget := p_available; v_binding := 'insufficient_credits';
   END IF;
 
-  -- Largest o with billing_cost_micros(prompt, o) <= budget (rounding half up).
-  v_room := (v_budget + 1)::numeric * 1000000 - 500001 - p_prompt::numeric * p_in_picos;
+  -- Largest o with billing_cost_micros(prompt, o) <= budget: rounded up, that is prompt × in + o × out <= budget × 10^6.
+  v_room := v_budget::numeric * 1000000 - p_prompt::numeric * p_in_picos;
   IF v_room < 0 THEN v_affordable := -1;
   ELSIF p_out_picos = 0 THEN v_affordable := 9223372036854775807;
   ELSE v_affordable := LEAST(div(v_room, p_out_picos), 9223372036854775807)::bigint;

@@ -1,14 +1,12 @@
 -- A settlement whose budget lease is gone (swept while its request still ran, docs/billing.md "Hold
 -- sweeper"), called by billing_lease_settle_batch: the hold no longer reserves anything, so it charges
 -- only what is still free — min(cost, available, what the spending limit still allows) — to this month.
--- A request charged already is charged nothing.
-CREATE OR REPLACE FUNCTION billing_settle(
-  p_account uuid, p_request text, p_prompt bigint, p_completion bigint, p_in_picos bigint, p_out_picos bigint)
+-- A request charged already is charged nothing. p_cost: the request's cost in micro-USD.
+CREATE OR REPLACE FUNCTION billing_settle(p_account uuid, p_request text, p_cost bigint)
 RETURNS TABLE (charged bigint, balance_after bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_month date := date_trunc('month', now() AT TIME ZONE 'UTC')::date;
-  v_cost bigint := billing_cost_micros(p_prompt, p_completion, p_in_picos, p_out_picos);
   f record; v_charge bigint; v_balance bigint;
 BEGIN
   SELECT * INTO f FROM billing_account_figures(p_account, v_month);
@@ -16,7 +14,7 @@ BEGIN
     RETURN QUERY SELECT 0::bigint, a.balance_micros FROM accounts a WHERE a.id = p_account;
     RETURN;
   END IF;
-  v_charge := GREATEST(0, LEAST(v_cost, f.available_micros, COALESCE(f.limit_remaining_micros, v_cost)));
+  v_charge := GREATEST(0, LEAST(p_cost, f.available_micros, COALESCE(f.limit_remaining_micros, p_cost)));
   UPDATE accounts SET balance_micros = balance_micros - v_charge
     WHERE id = p_account RETURNING balance_micros INTO v_balance;
   UPDATE monthly_counters SET spend_micros = spend_micros + v_charge WHERE account_id = p_account AND month = v_month;

@@ -6,6 +6,7 @@ import { LeaseLifetime1763920000000 } from './1763920000000-LeaseLifetime';
 import { BillingFunctionFiles1763930000000 } from './1763930000000-BillingFunctionFiles';
 import { UsageDeployment1763950000000 } from './1763950000000-UsageDeployment';
 import { KeyControls1764240000000 } from './1764240000000-KeyControls';
+import { TokenClasses1764260000000 } from './1764260000000-TokenClasses';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   BillingFunctionFiles1763930000000,
   UsageDeployment1763950000000,
   KeyControls1764240000000,
+  TokenClasses1764260000000,
 ];

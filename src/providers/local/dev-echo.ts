@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ChatRequestBody } from '../upstream-provider';
-import { contentText, countPromptTokens, countTextTokens, tokenPrefix } from '../token-count';
+import { contentText, countPromptTokens, countTextTokens, tokenPrefix, toolDefinitions } from '../token-count';
 
 /** What dev-echo answers: the last user message, cut to the output limit, with real token counts. */
 export interface EchoReply {
@@ -22,7 +22,7 @@ export async function echoReply(body: ChatRequestBody): Promise<EchoReply> {
     created: Math.floor(Date.now() / 1000),
     content: reply.text,
     finishReason: reply.cut ? 'length' : 'stop',
-    promptTokens: await countPromptTokens(body.messages),
+    promptTokens: await countPromptTokens(body.messages, toolDefinitions(body)),
     completionTokens: reply.tokens,
   };
 }

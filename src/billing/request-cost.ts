@@ -1,0 +1,112 @@
+import type { CatalogEntry } from '../config/gateway-config.schema';
+import { TokenUsage } from '../usage/usage-record';
+import { TokenPrices, tokenPrices } from './token-prices';
+
+/** What a request costs, and its tokens by class (what its usage record shows). */
+export interface RequestCost {
+  usage: TokenUsage;
+  /** The formula's cost, rounded up once; the charge is this, at most the hold. */
+  micros: bigint;
+}
+
+/** The usage record's token columns are `integer`: a larger total is not believable, and could not be stored. */
+export const MAX_TOKEN_COUNT = 2_147_483_647;
+
+/**
+ * The cost of a chat request, the one function every charge goes through (JSON answers, streams, the
+ * Responses API, aborted streams, retried deployments; DESIGN.md section 10, docs/billing.md "Token
+ * classes"): the whole usage block the upstream reported, priced under the request's catalog entry.
+ *
+ *   (prompt − cached − cache_write − audio_in) × input + cached × cached_input + cache_write × cache_write
+ *   + audio_in × audio_input + (completion − audio_out) × output + audio_out × audio_output
+ *
+ * in pico-USD, exactly, then rounded up to the micro-dollar once. Null when the block has no valid totals:
+ * the gateway then counts the tokens itself, and prices its count here, as a block of the two totals.
+ */
+export function requestCost(usageBlock: unknown, model: CatalogEntry): RequestCost | null {
+  const usage = tokenUsageOf(usageBlock);
+  return usage && { usage, micros: costMicros(usage, tokenPrices(model)) };
+}
+
+/**
+ * The tokens by class of a usage block: chat's (`prompt_tokens`, `completion_tokens`,
+ * `prompt_tokens_details.{cached_tokens, cache_write_tokens, audio_tokens}`,
+ * `completion_tokens_details.{audio_tokens, reasoning_tokens}`) or the Responses API's (`input_tokens`,
+ * `output_tokens`, `input_tokens_details.{cached_tokens, cache_write_tokens}`,
+ * `output_tokens_details.reasoning_tokens`). Null unless both totals are whole numbers from 0 to
+ * MAX_TOKEN_COUNT. A subtotal that is missing, negative, not a whole number or not a number counts 0; the
+ * subtotals are cut to fit their total, in order (cached, cache-write, audio; then audio, reasoning), each
+ * to what the ones before it left.
+ */
+export function tokenUsageOf(block: unknown): TokenUsage | null {
+  if (!isObject(block)) return null;
+  if (isTotal(block.prompt_tokens) && isTotal(block.completion_tokens)) {
+    const input = detailsOf(block.prompt_tokens_details);
+    const output = detailsOf(block.completion_tokens_details);
+    return classified(block.prompt_tokens, [input.cached_tokens, input.cache_write_tokens, input.audio_tokens], block.completion_tokens, [
+      output.audio_tokens,
+      output.reasoning_tokens,
+    ]);
+  }
+  if (isTotal(block.input_tokens) && isTotal(block.output_tokens)) {
+    const input = detailsOf(block.input_tokens_details);
+    const output = detailsOf(block.output_tokens_details);
+    return classified(block.input_tokens, [input.cached_tokens, input.cache_write_tokens, 0], block.output_tokens, [0, output.reasoning_tokens]);
+  }
+  return null;
+}
+
+/** The formula of `requestCost` on counts that fit their totals. */
+export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
+  const plainInput = usage.promptTokens - usage.cachedTokens - usage.cacheWriteTokens - usage.audioInputTokens;
+  const picos =
+    BigInt(plainInput) * prices.input +
+    BigInt(usage.cachedTokens) * prices.cachedInput +
+    BigInt(usage.cacheWriteTokens) * prices.cacheWrite +
+    BigInt(usage.audioInputTokens) * prices.audioInput +
+    BigInt(usage.completionTokens - usage.audioOutputTokens) * prices.output +
+    BigInt(usage.audioOutputTokens) * prices.audioOutput;
+  return roundUpToMicros(picos);
+}
+
+/**
+ * The hold's amount: the most a request with at most `promptTokens` prompt tokens and `outputTokens` output
+ * tokens can cost, every prompt token at `inputPicos` and every output token at `outputPicos` (the highest
+ * prices of their classes, TokenPrices.holdInput/holdOutput), rounded as `requestCost` rounds. SQL's
+ * billing_cost_micros is the same arithmetic (the database decides the holds that do not fit a lease).
+ */
+export function worstCaseMicros(promptTokens: number, outputTokens: number, inputPicos: bigint, outputPicos: bigint): bigint {
+  return roundUpToMicros(BigInt(promptTokens) * inputPicos + BigInt(outputTokens) * outputPicos);
+}
+
+function roundUpToMicros(picos: bigint): bigint {
+  return (picos + 999_999n) / 1_000_000n;
+}
+
+function classified(prompt: number, promptParts: unknown[], completion: number, completionParts: unknown[]): TokenUsage {
+  const [cachedTokens, cacheWriteTokens, audioInputTokens] = cutToFit(prompt, promptParts);
+  const [audioOutputTokens, reasoningTokens] = cutToFit(completion, completionParts);
+  return { promptTokens: prompt, completionTokens: completion, cachedTokens, cacheWriteTokens, audioInputTokens, audioOutputTokens, reasoningTokens };
+}
+
+/** Each subtotal (0 unless a whole number ≥ 0) cut to what the total has left after the ones before it. */
+function cutToFit(total: number, subtotals: unknown[]): number[] {
+  let left = total;
+  return subtotals.map((value) => {
+    const part = typeof value === 'number' && Number.isInteger(value) && value > 0 ? Math.min(value, left) : 0;
+    left -= part;
+    return part;
+  });
+}
+
+function isTotal(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+function detailsOf(value: unknown): Record<string, unknown> {
+  return isObject(value) ? value : {};
+}
