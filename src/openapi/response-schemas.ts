@@ -58,7 +58,17 @@ const usageSummaryProperties: Record<string, SchemaObject> = {
   from: string,
   to: string,
   totals: object(usageTotals),
-  by_key: listOf(object({ key_id: string, key_name: nullableString, key_prefix: string, revoked_at: nullableString, ...usageTotals })),
+  by_key: listOf(
+    object({
+      key_id: string,
+      key_name: nullableString,
+      key_prefix: string,
+      revoked_at: nullableString,
+      ...usageTotals,
+      monthly_limit_usd: { type: 'string', nullable: true, description: "The key's monthly limit (USD), null: none" },
+      month_spend_usd: { type: 'string', description: "What the key (and the keys it was rotated from) spent this UTC month, whatever the period asked" },
+    }),
+  ),
   by_model: listOf(object({ model: nullableString, unknown: boolean, ...usageTotals })),
   daily: listOf(object({ day: string, ...usageTotals })),
   latest: listOf(usageRequest),

@@ -207,7 +207,7 @@ $$;`,
  */
 export class TokenClasses1764260000000 implements MigrationInterface {
   /** SHA-256 of the function files this migration installs (see BillingFunctionFiles1763930000000). */
-  static readonly functionFilesSha256 = 'aaeb00ef9036e86b866a52d7af5f1c87d471eb175e2e7c2fcc20cfdd675ae3b3';
+  static readonly functionFilesSha256 = '56b805707555263ab2898176e90f12dd0c3f6fd474d98c78ada243b44a5f0d6e';
   /** What this migration's down restores: the functions it changes, as the files defined them before it. */
   static readonly previousFunctions = PREVIOUS_FUNCTIONS;
   name = 'TokenClasses1764260000000';
