@@ -11,11 +11,15 @@ class ChatControllerStub {
   create(): void {}
 }
 
-function context(accountId: string, ip = '203.0.113.7') {
+class MessagesControllerStub {
+  create(): void {}
+}
+
+function context(accountId: string, ip = '203.0.113.7', controller: typeof ChatControllerStub | typeof MessagesControllerStub = ChatControllerStub) {
   const headers: Record<string, string | number> = {};
   const req = { auth: { accountId, keyId: 'k' }, ip, headers: {} };
   const res = { header: (name: string, value: string | number) => (headers[name] = value) };
-  const ctx = new ExecutionContextHost([req, res], ChatControllerStub, ChatControllerStub.prototype.create);
+  const ctx = new ExecutionContextHost([req, res], controller, controller.prototype.create);
   return { ctx, headers };
 }
 
@@ -43,7 +47,14 @@ describe(AccountThrottlerGuard.name, () => {
   it('gives every account its own budget, even from the same IP, under a key that names the account', async () => {
     for (let i = 0; i < 2; i++) await sut.canActivate(context('acc-1').ctx);
     await expect(sut.canActivate(context('acc-2').ctx)).resolves.toBe(true);
-    expect([...storage.windows.keys()]).toEqual(['ChatControllerStub.create:default:account:acc-1', 'ChatControllerStub.create:default:account:acc-2']);
+    expect([...storage.windows.keys()]).toEqual(['chat:default:account:acc-1', 'chat:default:account:acc-2']);
+  });
+
+  it('gives an account one budget across the routes behind it (chat and the routes that bridge onto chat)', async () => {
+    await expect(sut.canActivate(context('acc-1').ctx)).resolves.toBe(true);
+    await expect(sut.canActivate(context('acc-1', undefined, MessagesControllerStub).ctx)).resolves.toBe(true);
+    await expect(sut.canActivate(context('acc-1', undefined, MessagesControllerStub).ctx)).rejects.toBeInstanceOf(ThrottlerException);
+    expect([...storage.windows.keys()]).toEqual(['chat:default:account:acc-1']);
   });
 
   it('keeps fixed windows: requests refused while over the limit do not push the next window back', async () => {
