@@ -8,7 +8,7 @@ import { ChatRequest } from './chat-request.pipe';
 import { ChatCall } from './chat.service';
 
 /**
- * The call a controller over chat (chat completions, Responses) hands to ChatService, its meter told what it
+ * The call a controller over chat (chat completions, Responses, Messages) hands to ChatService, its meter told what it
  * serves. A key's model list is checked here: after the body's 400s, before billing's 402s.
  */
 export function chatCall(endpoint: string, req: GatewayRequest, res: Response, meter: UsageMeter, chat: ChatRequest): ChatCall {

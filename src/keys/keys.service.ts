@@ -183,9 +183,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       [keyId],
     );
     if (rows.length === 0) return null;
-    const hash = rows[0].key_hash;
-    this.forget(hash);
-    await this.keys.query(`SELECT pg_notify($1, $2)`, [REVOCATION_CHANNEL, hash]);
+    await this.invalidate([rows[0].key_hash]);
     return this.keys.findOneByOrFail({ id: keyId });
   }
 
