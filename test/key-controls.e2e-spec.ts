@@ -187,7 +187,7 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
   describe('expiry and rotation', () => {
     it('refuses a key past expires_at with 401, a cached one too, and a time already past at once', async () => {
       const { accountId } = await admin.createAccount({ creditsUsd: '1' });
-      const expiresAt = new Date(Date.now() + 1500).toISOString();
+      const expiresAt = new Date(Date.now() + 3000).toISOString();
       const soon = await newKey(accountId, { expires_at: expiresAt });
       await sdk(gw, soon.key).models.list(); // cached
       await new Promise((r) => setTimeout(r, Date.parse(expiresAt) - Date.now() + 50));
@@ -216,7 +216,7 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       const old = await newKey(accountId, { monthly_limit_usd: '0.003' }); // 3,000 µUSD
       await sdk(gw, old.key).chat.completions.create({ model: MODEL.id, messages: hi, max_tokens: 10 }); // 1,000
       await waitForUsageRows(db, accountId, 1); // settled just after the response
-      const rotated = (await admin.request('POST', `/keys/${old.id}/rotate`, { grace_s: 2 })).body;
+      const rotated = (await admin.request('POST', `/keys/${old.id}/rotate`, { grace_s: 4 })).body;
       expect(rotated.month_spend_usd).toBe('0.001000');
       await sdk(gw, old.key).chat.completions.create({ model: MODEL.id, messages: hi, max_tokens: 10 }); // still works: 2,000
       await sdk(gw, rotated.key).chat.completions.create({ model: MODEL.id, messages: hi, max_tokens: 10 }); // 3,000
@@ -227,7 +227,7 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
         ((await admin.request('GET', `/accounts/${accountId}/keys`)).body.data as { id: string }[]).filter((k) => k.id === old.id || k.id === rotated.id);
       expect((await pair()).map((k: any) => k.month_spend_usd)).toEqual(['0.003000', '0.003000']);
 
-      await new Promise((r) => setTimeout(r, 2100));
+      await new Promise((r) => setTimeout(r, 4100));
       await expect(sdk(gw, old.key).models.list()).rejects.toMatchObject({ status: 401 });
       // A limit changed on the new key is the old one's too: they share it.
       const raised = await admin.request('PATCH', `/keys/${rotated.id}`, { monthly_limit_usd: '1' });
