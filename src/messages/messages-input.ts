@@ -1,6 +1,6 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
-import { invalidField, unsupportedField } from './messages-refusals';
+import { invalidField, unsupportedField } from '../errors';
 
 /** One message of a chat completion body. */
 export type ChatMessage = Record<string, unknown>;

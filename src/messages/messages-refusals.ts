@@ -1,17 +1,8 @@
 import { storableText } from '../common/storable-text';
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError, unsupportedField } from '../errors';
 import { quotedClientText } from '../models/requested-model';
 import { MESSAGES_FIELDS } from './dto/messages.schema';
 
-/** A 400 naming the field at fault. */
-export function invalidField(param: string, message: string): GatewayError {
-  return new GatewayError(ErrorCode.InvalidRequest, `Invalid ${param}: ${message}`, param);
-}
-
-/** A 400 for a feature of Anthropic's platform that a gateway over chat completions cannot offer. */
-export function unsupportedField(param: string, why: string): GatewayError {
-  return new GatewayError(ErrorCode.UnsupportedParameter, `Unsupported parameter ${param}: ${why}`, param);
-}
 
 const asked = (value: unknown) => value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
 

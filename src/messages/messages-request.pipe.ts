@@ -6,7 +6,8 @@ import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkCountTokensFields, checkMessagesFields, MAX_TOKENS_REQUIRED } from './dto/messages.schema';
 import { chatMessages, ChatMessage } from './messages-input';
-import { invalidField, refuseUnservedFields } from './messages-refusals';
+import { invalidField } from '../errors';
+import { refuseUnservedFields } from './messages-refusals';
 import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
 
 /** What count_tokens counts: the chat messages and tool definitions the request would send upstream. */

@@ -1,6 +1,6 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
-import { invalidField, unsupportedField } from './messages-refusals';
+import { invalidField, unsupportedField } from '../errors';
 
 const SERVER_TOOL = "tools that Anthropic defines (web search and fetch, code execution, bash, text editor, computer use, memory) run on or are shaped for Anthropic's platform; only custom tools (name, description, input_schema) are served.";
 

@@ -1,17 +1,8 @@
-import { ErrorCode, GatewayError } from '../errors';
+import { ErrorCode, GatewayError, unsupportedField } from '../errors';
 import { storableText } from '../common/storable-text';
 import { quotedClientText } from '../models/requested-model';
 import { RESPONSES_FIELDS } from './dto/responses.schema';
 
-/** A 400 naming the field at fault. */
-export function invalidField(param: string, message: string): GatewayError {
-  return new GatewayError(ErrorCode.InvalidRequest, `Invalid ${param}: ${message}`, param);
-}
-
-/** A 400 for a feature of OpenAI's platform that a stateless gateway over chat completions cannot offer. */
-export function unsupportedField(param: string, why: string): GatewayError {
-  return new GatewayError(ErrorCode.UnsupportedParameter, `Unsupported parameter ${param}: ${why}`, param);
-}
 
 const isSet = (value: unknown) => value !== undefined && value !== null;
 const SERVER_STATE = 'this gateway is stateless: it stores no responses, conversations or prompts.';

@@ -5,7 +5,8 @@ import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkResponsesFields } from './dto/responses.schema';
 import { chatMessages } from './responses-input';
-import { invalidField, refuseUnservedFields } from './responses-refusals';
+import { invalidField } from '../errors';
+import { refuseUnservedFields } from './responses-refusals';
 import { chatResponseFormat, chatToolChoice, chatTools } from './responses-tools';
 
 /** What OpenAI's Response repeats of its request. */

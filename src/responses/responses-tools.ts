@@ -1,6 +1,6 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
-import { invalidField, unsupportedField } from './responses-refusals';
+import { invalidField, unsupportedField } from '../errors';
 
 const BUILT_IN = 'built-in tools run on OpenAI\'s platform, not on chat-completion upstreams; only function tools are served.';
 
