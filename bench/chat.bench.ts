@@ -108,6 +108,8 @@ async function throughput(target: Target, stream: boolean, model: string) {
     // CPU per request in microseconds: the target's own process and the PostgreSQL server.
     cpuUs: target.pid ? ((process * 1e6) / requests).toFixed(0) : '',
     dbCpuUs: ((database * 1e6) / requests).toFixed(0),
+    // Resident memory of the target's process once the load is over (the target "RSS after load").
+    rssMb: target.pid ? rssMb(target.pid).toFixed(0) : '',
   };
 }
 
@@ -306,14 +308,14 @@ async function main(): Promise<void> {
       const idle = target.rotation ? NaN : idleTimes[single.indexOf(target)];
       const load = median(loads[t]);
       rows.push(
-        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} | ${load.cpuUs} | ${load.dbCpuUs} |`,
+        `| ${stream ? 'stream' : 'json'} | ${target.name} | ${load.rps.toFixed(0)} | ${load.p50} | ${load.p99} | ${load.errors} | ${Number.isNaN(idle) ? '' : idle.toFixed(3)} | ${load.cpuUs} | ${load.dbCpuUs} | ${load.rssMb} |`,
       );
       process.stdout.write(`${rows[rows.length - 1]}\n`);
     }
   }
   process.stdout.write(
-    `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) | CPU µs/request | PostgreSQL CPU µs/request |\n` +
-      `|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n`,
+    `\n| mode | target | req/s | p50 ms | p99 ms | errors | unloaded ms (json: full answer, stream: first event) | CPU µs/request | PostgreSQL CPU µs/request | RSS MB after load |\n` +
+      `|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n\n`,
   );
   if (flaky) await compareRouted(gateway.targets[0]);
   if (STREAMS > 0) {
