@@ -1,5 +1,6 @@
 import { countTokens, decode, encode } from 'gpt-tokenizer';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/cjs/encodingParams/constants';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -140,3 +141,17 @@ async function bestTimeMs(make: () => string): Promise<number> {
   }
   return best;
 }
+
+describe('loading the tokenizer', () => {
+  /** Whether a fresh Node process has gpt-tokenizer's o200k tables in memory after `script` (run in the project). */
+  const tablesLoadedAfter = (script: string): boolean =>
+    execFileSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', `${script}.then(() => process.stdout.write(String(Object.keys(require.cache).some((f) => f.includes('bpeRanks')))))`], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }) === 'true';
+
+  it('waits for the first count: the application module alone leaves the tables unloaded (~60 MB of RSS)', () => {
+    expect(tablesLoadedAfter(`Promise.resolve(require('./src/app.module'))`)).toBe(false);
+    expect(tablesLoadedAfter(`require('./src/providers/token-count').countTextTokens('hello')`)).toBe(true);
+  }, 60_000);
+});

@@ -1,4 +1,4 @@
-import { countTokens, decode, encode, setMergeCacheSize } from 'gpt-tokenizer';
+import type * as GptTokenizer from 'gpt-tokenizer';
 import { performance } from 'node:perf_hooks';
 import { tokenPieces } from './token-pieces';
 
@@ -10,10 +10,21 @@ const TOKENS_PER_REPLY = 3;
 // Text like "<|endoftext|>" in a message is text to the API, not a special token (and must not throw).
 const AS_PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
 
-// gpt-tokenizer keeps the last 100,000 encoded pieces (client text) in an LRU Map. On text it has not
-// seen, evicting and collecting that Map costs more than the hits save: 1 MB of random base64 took 3 s
-// with it and 0.75 s without (ordinary text: single-token pieces skip BPE and the cache anyway).
-setMergeCacheSize(0);
+let loaded: typeof GptTokenizer | undefined;
+
+/**
+ * gpt-tokenizer, loaded on the first count rather than at start: its o200k tables hold ~55–70 MB of RSS and
+ * take ~0.4 s to load, and a gateway whose upstreams report usage never counts (docs/performance.md, issue 26).
+ */
+function tokenizer(): typeof GptTokenizer {
+  if (loaded) return loaded;
+  loaded = require('gpt-tokenizer') as typeof GptTokenizer;
+  // gpt-tokenizer keeps the last 100,000 encoded pieces (client text) in an LRU Map. On text it has not
+  // seen, evicting and collecting that Map costs more than the hits save: 1 MB of random base64 took 3 s
+  // with it and 0.75 s without (ordinary text: single-token pieces skip BPE and the cache anyway).
+  loaded.setMergeCacheSize(0);
+  return loaded;
+}
 
 // Counting is linear but a 10 MB body still costs seconds: it gives the event loop back this often.
 const SLICE_MS = 10;
@@ -36,6 +47,7 @@ export function countTextTokens(text: string): Promise<number> {
 
 async function countWith(text: string, yielder: EventLoopYielder): Promise<number> {
   let total = 0;
+  const { countTokens } = tokenizer();
   for (const piece of tokenPieces(text)) {
     total += countTokens(piece, AS_PLAIN_TEXT);
     if (yielder.due(piece.length)) await yielder.yield();
@@ -48,6 +60,7 @@ export async function tokenPrefix(text: string, limit: number): Promise<TokenPre
   let tokens = 0;
   let end = 0;
   const yielder = new EventLoopYielder();
+  const { encode, decode } = tokenizer();
   for (const piece of tokenPieces(text)) {
     const pieceTokens = encode(piece, AS_PLAIN_TEXT);
     if (tokens + pieceTokens.length > limit) {
