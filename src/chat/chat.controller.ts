@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { sendJson } from '../common/http/json-answer';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { chatCompletionBody } from './dto/chat-completion.schema';
 import { Metered } from '../usage/metered.decorator';
@@ -35,7 +36,7 @@ export class ChatController {
     const call = chatCall('/v1/chat/completions', req, res, meter, chat);
     if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res)));
     const answer = await this.chat.answer(call);
-    res.status(200).json(answer.body);
+    sendJson(res, answer.body);
     await answer.charge();
   }
 }

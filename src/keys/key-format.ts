@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -41,7 +41,8 @@ export function isWellFormedApiKey(key: string): boolean {
 }
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One call, no Hash object: a quarter of createHash's time, on every request.
+  return hash('sha256', key, 'hex');
 }
 
 /** What may be shown of a key after creation: enough to recognise it, never enough to use it. */
