@@ -3,7 +3,6 @@ import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { sendJson } from '../common/http/json-answer';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { chatCompletionBody } from './dto/chat-completion.schema';
 import { Metered } from '../usage/metered.decorator';
@@ -36,7 +35,7 @@ export class ChatController {
     const call = chatCall('/v1/chat/completions', req, res, meter, chat);
     if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res)));
     const answer = await this.chat.answer(call);
-    sendJson(res, answer.body);
+    res.status(200).json(answer.body);
     await answer.charge();
   }
 }

@@ -1,4 +1,4 @@
-import { hash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -41,8 +41,7 @@ export function isWellFormedApiKey(key: string): boolean {
 }
 
 export function hashApiKey(key: string): string {
-  // One call, no Hash object: a quarter of createHash's time, on every request.
-  return hash('sha256', key, 'hex');
+  return createHash('sha256').update(key).digest('hex');
 }
 
 /** What may be shown of a key after creation: enough to recognise it, never enough to use it. */

@@ -7,7 +7,6 @@ import { ChatService } from '../chat/chat.service';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { sendJson } from '../common/http/json-answer';
 import { ErrorCode } from '../errors';
 import { AcceptsXApiKey } from '../keys/x-api-key.decorator';
 import { ApiRoute } from '../openapi/api-route.decorator';
@@ -52,7 +51,7 @@ export class MessagesController {
       return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt));
     }
     const answer = await this.chat.answer(call);
-    sendJson(res, messageFromCompletion(chat.model.id, answer.body));
+    res.status(200).json(messageFromCompletion(chat.model.id, answer.body));
     await answer.charge();
   }
 

@@ -6,7 +6,6 @@ import { ChatService } from '../chat/chat.service';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
-import { sendJson } from '../common/http/json-answer';
 import { ErrorCode } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { Metered } from '../usage/metered.decorator';
@@ -41,7 +40,7 @@ export class ResponsesController {
     const base = newResponseBase(chat.model.id, echo);
     if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res), base));
     const answer = await this.chat.answer(call);
-    sendJson(res, responseFromCompletion(base, answer.body));
+    res.status(200).json(responseFromCompletion(base, answer.body));
     await answer.charge();
   }
 }
