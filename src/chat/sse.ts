@@ -1,11 +1,19 @@
 import type { Response } from 'express';
 
 /**
+ * Past this many characters of events waiting in one tick, they are handed to the response at once, so
+ * that a fast upstream read cannot grow them without bound before backpressure applies (the socket's own
+ * buffer size, Node's default highWaterMark).
+ */
+const MAX_PENDING_CHARS = 16 * 1024;
+
+/**
  * Writes server-sent events with backpressure: `send` waits while the client's socket buffer is full,
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
 export class SseWriter {
-  private corked = false;
+  /** Events sent in this tick, not yet handed to the response. */
+  private pending = '';
 
   constructor(private readonly res: Response) {}
 
@@ -40,34 +48,26 @@ export class SseWriter {
   end(lastEvent?: string): void {
     if (!this.isOpen) return;
     if (!this.hasStarted) this.start();
-    // Node 24's end() on a corked response sends the chunked terminator ahead of the corked events
-    // (docs/decisions.md, "Streams on Node 24"): the client would see the body end mid-stream.
-    this.flush();
-    this.res.end(lastEvent === undefined ? undefined : `data: ${lastEvent}\n\n`);
+    const text = this.pending + (lastEvent === undefined ? '' : `data: ${lastEvent}\n\n`);
+    this.pending = '';
+    this.res.end(text === '' ? undefined : text);
   }
 
   /**
-   * Events relayed in the same tick (one upstream read usually carries several) leave in one socket
-   * write instead of one each.
+   * Events sent in the same tick (one upstream read usually carries several) go to the response as one
+   * write: each `res.write` is a chunk of its own, with its framing, in the socket's write.
    */
-  private coalesce(): void {
-    if (this.corked) return;
-    this.corked = true;
-    this.res.cork();
-    process.nextTick(() => this.flush());
-  }
-
-  private flush(): void {
-    if (!this.corked) return;
-    this.corked = false;
-    this.res.uncork();
-  }
-
   private async write(text: string): Promise<void> {
     if (!this.isOpen) return;
-    if (!this.hasStarted) this.start();
-    this.coalesce();
-    if (this.res.write(text)) return;
+    if (!this.hasStarted) {
+      this.start();
+      this.sendNow(text);
+    } else {
+      if (this.pending === '') process.nextTick(() => this.flush());
+      this.pending += text;
+      if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
+    }
+    if (!this.res.writableNeedDrain) return;
     await new Promise<void>((resolve) => {
       const resume = () => {
         this.res.off('drain', resume);
@@ -77,5 +77,22 @@ export class SseWriter {
       this.res.on('drain', resume);
       this.res.on('close', resume);
     });
+  }
+
+  /**
+   * The first event leaves with the status line at once, not after the rest of its upstream read has been
+   * relayed: a bare `res.write` would wait for the end of the tick (Node corks the socket until then).
+   */
+  private sendNow(text: string): void {
+    this.res.cork();
+    this.res.write(text);
+    this.res.uncork();
+  }
+
+  private flush(): void {
+    if (this.pending === '' || !this.isOpen) return;
+    const text = this.pending;
+    this.pending = '';
+    this.res.write(text);
   }
 }
