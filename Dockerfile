@@ -30,5 +30,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini forwards SIGTERM to node, which lets in-flight requests finish before it exits.
 ENTRYPOINT ["/usr/bin/tini", "--"]
-# The same flags as `npm start`: a larger young generation (docs/performance.md).
+# The same flags as `npm start`: the old generation grows by half its live size, not up to 4x (docs/performance.md, issue 26 item 4).
 CMD ["node", "--heap-growing-percent=50", "dist/src/main.js"]

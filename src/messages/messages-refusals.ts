@@ -3,7 +3,6 @@ import { ErrorCode, GatewayError, unsupportedField } from '../errors';
 import { quotedClientText } from '../models/requested-model';
 import { MESSAGES_FIELDS } from './dto/messages.schema';
 
-
 const asked = (value: unknown) => value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
 
 /** Fields that need Anthropic's own platform: refused whenever set (DESIGN.md section 10). */

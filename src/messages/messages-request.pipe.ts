@@ -2,11 +2,11 @@ import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { BodyCheck } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
+import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkCountTokensFields, checkMessagesFields, MAX_TOKENS_REQUIRED } from './dto/messages.schema';
 import { chatMessages, ChatMessage } from './messages-input';
-import { invalidField } from '../errors';
 import { refuseUnservedFields } from './messages-refusals';
 import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
 

@@ -3,7 +3,6 @@ import { storableText } from '../common/storable-text';
 import { quotedClientText } from '../models/requested-model';
 import { RESPONSES_FIELDS } from './dto/responses.schema';
 
-
 const isSet = (value: unknown) => value !== undefined && value !== null;
 const SERVER_STATE = 'this gateway is stateless: it stores no responses, conversations or prompts.';
 

@@ -1,11 +1,11 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { isJsonObject } from '../common/json/scalar-fields';
+import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkResponsesFields } from './dto/responses.schema';
 import { chatMessages } from './responses-input';
-import { invalidField } from '../errors';
 import { refuseUnservedFields } from './responses-refusals';
 import { chatResponseFormat, chatToolChoice, chatTools } from './responses-tools';
 
