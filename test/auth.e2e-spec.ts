@@ -139,4 +139,13 @@ describe('API key revocation across replicas', () => {
     expect(status).toBe(401);
     expect(elapsed).toBeLessThan(2_000);
   });
+
+  it('a burst on a key another instance created reads its row once, not once per request', async () => {
+    const { key } = await new AdminClient(first.url).createAccount();
+    const lookups = jest.spyOn(second.app.get<Repository<ApiKey>>(getRepositoryToken(ApiKey)), 'findOne');
+    lookups.mockClear();
+    const statuses = await Promise.all(Array.from({ length: 50 }, () => modelsWith(second.url, `Bearer ${key}`).then((r) => r.status)));
+    expect(statuses).toEqual(Array(50).fill(200));
+    expect(lookups).toHaveBeenCalledTimes(1);
+  });
 });

@@ -56,6 +56,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private invalidations = 0;
   /** Counts creations heard of, so that a look-up racing a key's creation does not remember it as unknown. */
   private creations = 0;
+  /** Look-ups of uncached keys running now, by hash. */
+  private readonly lookups = new Map<string, { invalidations: number; creations: number; entry: Promise<CachedKey | null> }>();
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
@@ -78,8 +80,28 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     const cached = this.cache.get(hash);
     if (cached && cached.expiresAt > Date.now()) return usable(cached);
     if (this.unknown.has(hash)) return null;
-    const generation = this.invalidations;
-    const creationsBefore = this.creations;
+    const entry = await this.lookUp(hash);
+    return entry && usable(entry);
+  }
+
+  /**
+   * Reads a key's row into the cache. Concurrent look-ups of one key share one query, so a burst on a key
+   * this replica has not cached yet takes one connection, not a pool's worth; one started before a
+   * revocation or a creation was heard is not shared after it.
+   */
+  private lookUp(hash: string): Promise<CachedKey | null> {
+    const running = this.lookups.get(hash);
+    if (running && running.invalidations === this.invalidations && running.creations === this.creations) return running.entry;
+    const lookup = { invalidations: this.invalidations, creations: this.creations, entry: this.readKey(hash, this.invalidations, this.creations) };
+    this.lookups.set(hash, lookup);
+    const done = () => {
+      if (this.lookups.get(hash) === lookup) this.lookups.delete(hash);
+    };
+    lookup.entry.then(done, done);
+    return lookup.entry;
+  }
+
+  private async readKey(hash: string, generation: number, creationsBefore: number): Promise<CachedKey | null> {
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (!row) {
       this.cache.delete(hash);
@@ -98,7 +120,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     };
     // A revocation noticed while the row was read may be this key's: the row may predate it.
     if (generation === this.invalidations) this.cache.set(hash, entry);
-    return usable(entry);
+    return entry;
   }
 
   async create(accountId: string, controls: KeyControls = {}): Promise<CreatedKey> {
