@@ -58,16 +58,18 @@ export class BillingService {
       // A key with a limit of its own holds in its own lease on the account (docs/billing.md, "Key limits").
       const lease = this.leases.of(input.accountId, input.key?.limited ? input.key.budgetId : null);
       if (lease.tryPlace(worstCase, Date.now())) return held(lease, worstCase, ask.requestedMaxTokens ?? ask.maxOutputTokens, false);
+      // This replica's own settlements on their way may give back what the request needs (a one-at-a-time
+      // client near its limits asks again before its last charge has committed). Those under way when the
+      // grow is sent count too: one may commit after the decision, yet be answered before it.
+      const settlingBefore = lease.settlementsAnswered();
       const row = await this.leases.grow(lease, ask);
       if (!row) continue;
       if (row.outcome === 'ok') return held(lease, BigInt(row.hold_micros), Number(row.allowance), row.capped);
-      // This replica's own settlements still on their way may give back what the request needs
-      // (a one-at-a-time client near its limits asks again before its last charge has committed).
-      const settlements = waitedForSettlements ? null : lease.settlementsAnswered();
-      if (!settlements) throw declined(row, input);
+      const settlements = [settlingBefore, lease.settlementsAnswered()].filter((s) => s !== null);
+      if (waitedForSettlements || settlements.length === 0) throw declined(row, input);
       waitedForSettlements = true;
       this.repository.flushSettlements();
-      await settlements;
+      await Promise.all(settlements);
     }
   }
 
