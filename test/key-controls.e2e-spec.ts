@@ -248,6 +248,8 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       await waitForUsageRows(db, accountId, 1);
       const own: any = await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json();
       expect(own.by_key).toEqual([expect.objectContaining({ key_id: limited.id, monthly_limit_usd: '0.500000', month_spend_usd: '0.001000' })]);
+      // The /v1/usage request's own record is written after its response.
+      expect(await waitForUsageRows(db, accountId, 2)).toHaveLength(2);
       const adminView = await admin.usage(accountId);
       const limitedRow = adminView.by_key.find((k: { key_id: string }) => k.key_id === limited.id);
       expect(limitedRow).toMatchObject({ monthly_limit_usd: '0.500000', month_spend_usd: '0.001000' });
