@@ -61,15 +61,14 @@ export class BillingService {
       // This replica's own settlements on their way may give back what the request needs (a one-at-a-time
       // client near its limits asks again before its last charge has committed). Those under way when the
       // grow is sent count too: one may commit after the decision, yet be answered before it.
-      const settlingBefore = lease.settlementsAnswered();
+      const settlingWhenSent = lease.settling;
       const row = await this.leases.grow(lease, ask);
       if (!row) continue;
       if (row.outcome === 'ok') return held(lease, BigInt(row.hold_micros), Number(row.allowance), row.capped);
-      const settlements = [settlingBefore, lease.settlementsAnswered()].filter((s) => s !== null);
-      if (waitedForSettlements || settlements.length === 0) throw declined(row, input);
+      if (waitedForSettlements || !(settlingWhenSent || lease.settling)) throw declined(row, input);
       waitedForSettlements = true;
       this.repository.flushSettlements();
-      await Promise.all(settlements);
+      await lease.settlementsAnswered();
     }
   }
 

@@ -55,7 +55,7 @@ export class BudgetLease {
   private lastUsedAt = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   /** Settlements of its requests not yet answered by the database (their first attempt). */
-  private readonly settling = new Set<Promise<unknown>>();
+  private readonly settlements = new Set<Promise<unknown>>();
 
   constructor(
     readonly accountId: string,
@@ -149,14 +149,19 @@ export class BudgetLease {
 
   /** Notes a settlement's first attempt until the database answers it. */
   awaitSettlement(answered: Promise<unknown>): void {
-    this.settling.add(answered);
-    const done = () => this.settling.delete(answered);
+    this.settlements.add(answered);
+    const done = () => this.settlements.delete(answered);
     answered.then(done, done);
+  }
+
+  /** Settlements of its requests are on their way (their first attempt not yet answered). */
+  get settling(): boolean {
+    return this.settlements.size > 0;
   }
 
   /** Resolves once its settlements now in flight are answered; null when none is. */
   settlementsAnswered(): Promise<unknown> | null {
-    return this.settling.size > 0 ? Promise.allSettled(this.settling) : null;
+    return this.settlements.size > 0 ? Promise.allSettled(this.settlements) : null;
   }
 
   /** A settlement took `released` out of the row. */

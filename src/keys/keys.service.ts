@@ -92,7 +92,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private lookUp(hash: string): Promise<CachedKey | null> {
     const running = this.lookups.get(hash);
     if (running && running.invalidations === this.invalidations && running.creations === this.creations) return running.entry;
-    const lookup = { invalidations: this.invalidations, creations: this.creations, entry: this.readKey(hash, this.invalidations, this.creations) };
+    const lookup = { invalidations: this.invalidations, creations: this.creations, entry: this.readKey(hash) };
     this.lookups.set(hash, lookup);
     const done = () => {
       if (this.lookups.get(hash) === lookup) this.lookups.delete(hash);
@@ -101,7 +101,9 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     return lookup.entry;
   }
 
-  private async readKey(hash: string, generation: number, creationsBefore: number): Promise<CachedKey | null> {
+  private async readKey(hash: string): Promise<CachedKey | null> {
+    const generation = this.invalidations;
+    const creationsBefore = this.creations;
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (!row) {
       this.cache.delete(hash);
