@@ -2,8 +2,7 @@ import 'reflect-metadata';
 import { INestApplication, Logger as NestLogger } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { DemoSeedService } from './admin/demo-seed.service';
-import { AdminTokenService } from './admin-token/admin-token.service';
+import { FirstStartService } from './admin/first-start.service';
 import { createGatewayApp } from './app.factory';
 import { resolveLogFormat } from './common/logging/log-output';
 import { PinoNestLogger } from './common/logging/pino-nest.logger';
@@ -39,11 +38,12 @@ async function bootstrap(): Promise<void> {
     stopOnSignals(app, embedded, logger);
 
     await app.init();
-    const adminToken = app.get(AdminTokenService).generatedToken;
-    const demo = await app.get(DemoSeedService).seedIfEmpty();
+    const firstStart = app.get(FirstStartService);
+    await firstStart.seedIfEmpty();
     await listen(app, env);
     const { port } = app.getHttpServer().address() as AddressInfo;
-    announceStart({ base: `http://localhost:${port}/v1`, adminToken, demo, embedded: pg }, format, logger);
+    // What was created to be shown once is shown only now that the gateway listens (by this start or a failed earlier one).
+    await firstStart.showUnshown((secrets) => announceStart({ base: `http://localhost:${port}/v1`, ...secrets, embedded: pg }, format, logger));
   } catch (err) {
     // Do not leave the embedded server running behind a gateway that failed to start.
     await embedded?.stop().catch(() => undefined);

@@ -21,7 +21,7 @@ describe(AdminTokenGuard.name, () => {
     const db = {} as DataSource;
     const tokens = new AdminTokenService({ adminToken: TOKEN } as Env, db);
     await tokens.onModuleInit();
-    expect(tokens.generatedToken).toBeNull();
+    expect(tokens.generated).toBe(false);
     sut = new AdminTokenGuard(tokens, new AdminTokenThrottle({ maxFailures: 3, windowMs: 60_000, maxAddresses: 100 }));
   });
 

@@ -7,11 +7,11 @@ import { ModelsModule } from '../models/models.module';
 import { UsageModule } from '../usage/usage.module';
 import { AdminController } from './admin.controller';
 import { AdminService } from './admin.service';
-import { DemoSeedService } from './demo-seed.service';
+import { FirstStartService } from './first-start.service';
 
 @Module({
   imports: [AdminTokenModule, BillingModule, EntitlementsModule, KeysModule, ModelsModule, UsageModule],
   controllers: [AdminController],
-  providers: [AdminService, DemoSeedService],
+  providers: [AdminService, FirstStartService],
 })
 export class AdminModule {}

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Client } from 'pg';
-import { IsNull, Repository } from 'typeorm';
+import { EntityManager, IsNull, Repository } from 'typeorm';
 import { DATABASE_URL } from '../config/config.tokens';
 import { CONNECT_TIMEOUT_MS } from '../common/database/pool-settings';
 import { AuthContext } from '../common/http/gateway-request';
@@ -24,6 +24,9 @@ export const UNKNOWN_KEY_TTL_MS = 30_000;
 /** About 1 MB of hashes; forged keys beyond it push out the oldest. */
 export const UNKNOWN_KEYS_MAX = 10_000;
 const RECONNECT_DELAY_MS = 1_000;
+
+/** Statements run in a new key's transaction, given the key in clear: they commit with the key or not at all. */
+export type Alongside = (tx: EntityManager, key: string) => Promise<unknown>;
 
 interface CachedKey extends AuthContext {
   expiresAt: number;
@@ -125,14 +128,18 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     return entry;
   }
 
-  async create(accountId: string, controls: KeyControls = {}): Promise<CreatedKey> {
-    return this.insert({
-      accountId,
-      name: controls.name ?? null,
-      monthlyLimitMicros: controls.monthlyLimitMicros?.toString() ?? null,
-      expiresAt: controls.expiresAt ?? null,
-      models: controls.models ?? null,
-    });
+  /** A new key; `alongside` runs in the key's own transaction with the key in clear (e.g. to keep it until it is shown). */
+  async create(accountId: string, controls: KeyControls = {}, alongside?: Alongside): Promise<CreatedKey> {
+    return this.insert(
+      {
+        accountId,
+        name: controls.name ?? null,
+        monthlyLimitMicros: controls.monthlyLimitMicros?.toString() ?? null,
+        expiresAt: controls.expiresAt ?? null,
+        models: controls.models ?? null,
+      },
+      alongside,
+    );
   }
 
   /**
@@ -179,8 +186,11 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         models: old.models,
         budgetId: old.budget_id,
       },
-      `UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + $2 * interval '1 second') WHERE id = $1`,
-      [keyId, graceS],
+      (tx) =>
+        tx.query(`UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), now() + $2 * interval '1 second') WHERE id = $1`, [
+          keyId,
+          graceS,
+        ]),
     );
     await this.invalidate([old.key_hash]);
     return created;
@@ -211,12 +221,12 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     return this.keys.findOneByOrFail({ id: keyId });
   }
 
-  /** Inserts a key (with `alsoSql` in the same transaction) and tells every replica of it. */
-  private async insert(values: Partial<ApiKey>, alsoSql?: string, alsoValues?: unknown[]): Promise<CreatedKey> {
+  /** Inserts a key (with `alongside` in the same transaction) and tells every replica of it. */
+  private async insert(values: Partial<ApiKey>, alongside?: Alongside): Promise<CreatedKey> {
     const key = generateApiKey();
     const hash = hashApiKey(key);
     const row = await this.keys.manager.transaction(async (tx) => {
-      if (alsoSql) await tx.query(alsoSql, alsoValues);
+      if (alongside) await alongside(tx, key);
       const saved = await tx.save(tx.create(ApiKey, { ...values, keyHash: hash, displayPrefix: displayPrefix(key) }));
       // Delivered at commit: other replicas hear of the key once it can be read, never of a rolled-back one.
       await tx.query(`SELECT pg_notify($1, $2)`, [CREATION_CHANNEL, hash]);

@@ -1,4 +1,5 @@
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 
@@ -75,9 +76,17 @@ export class GatewayMain {
 
   /** Signals the gateway (its whole process group, when it has one of its own); SIGTERM lets it stop its embedded PostgreSQL. */
   signal(signal: NodeJS.Signals): void {
-    if (this.child.exitCode !== null || this.child.signalCode !== null || !this.child.pid) return;
-    if (this.options.processGroup) process.kill(-this.child.pid, signal);
-    else this.child.kill(signal);
+    if (!this.child.pid) return;
+    if (this.options.processGroup) {
+      // Even once npm has exited: what it left behind is still in its group.
+      try {
+        process.kill(-this.child.pid, signal);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
+      return;
+    }
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
   }
 
   stop(): void {
@@ -92,4 +101,21 @@ export function portAnswers(port: number): Promise<boolean> {
     socket.once('error', () => resolve(false));
     socket.connect(port, '127.0.0.1');
   });
+}
+
+/** A POST whose body is sent in two parts, so the request is still in flight between them. */
+export function slowPost(url: string, headers: Record<string, string>, first: string) {
+  const target = new URL(url);
+  let finish!: (rest: string) => void;
+  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.write(first);
+    finish = (rest) => req.end(rest);
+  });
+  return { response, finish: (rest: string) => finish(rest) };
 }
