@@ -179,7 +179,7 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '0.001' });
     const err = await reserve(accountId, 100, 500).catch((e) => e);
     expect(err).toMatchObject({ code: 'insufficient_credits', status: 402 });
-    expect(err.message).toMatch(/\$0\.001000 available/);
+    expect(err.message).toMatch(/the balance of \$0\.001000 covers/);
     expect(err.message).toMatch(/at most 87 output tokens/);
     expect(await money(accountId)).toMatchObject({ balance: 1000n, reserved: 0n, held: 0n, holds: 0 });
   });
@@ -188,7 +188,7 @@ describe('BillingService against PostgreSQL', () => {
     const { accountId } = await admin.createAccount({ creditsUsd: '1', monthlyLimitUsd: '0.0005' });
     const err = await reserve(accountId, 100, 500).catch((e) => e);
     expect(err).toMatchObject({ code: 'monthly_limit_reached', status: 402 });
-    expect(err.message).toMatch(/\$0\.000500 of this month's \$0\.000500 limit remains/);
+    expect(err.message).toMatch(/\$0\.000500 of this month's \$0\.000500 spending limit remains/);
     expect(err.message).toMatch(/at most 37 output tokens/);
   });
 
@@ -203,7 +203,7 @@ describe('BillingService against PostgreSQL', () => {
     const small = await admin.createAccount({ creditsUsd: '0.0001' }); // 100 micro-USD < 100 prompt tokens × 1.25
     const err = await reserve(small.accountId, 100, null).catch((e) => e);
     expect(err).toMatchObject({ code: 'insufficient_credits' });
-    expect(err.message).toMatch(/not even the prompt/);
+    expect(err.message).toMatch(/does not cover this prompt with even 1 output token/);
   });
 
   it('does not count last month\'s spend against this month\'s limit', async () => {

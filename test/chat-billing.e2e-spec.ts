@@ -237,6 +237,9 @@ describe('chat billing', () => {
       .catch((e) => e);
     expect(err).toMatchObject({ status: 402, code: 'insufficient_credits', type: 'insufficient_quota' });
     expect(err.message).toMatch(/at most 100 output tokens/);
+    // What the request was held for, in its own field's name, and the way out that works.
+    expect(err.message).toContain('held for up to 101 output tokens (its max_tokens)');
+    expect(err.message).toContain('Top up credits or lower max_tokens to at most 100.');
     expect(fake.requests).toHaveLength(0);
     expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1000n, reserved: 0n, ledgerSum: 1000n, openHolds: 0, charges: [] });
 
@@ -252,7 +255,8 @@ describe('chat billing', () => {
       .chat.completions.create({ model: OUTPUT_ONLY.id, messages: hi, max_completion_tokens: 51 })
       .catch((e) => e);
     expect(err).toMatchObject({ status: 402, code: 'monthly_limit_reached' });
-    expect(err.message).toMatch(/limit/i);
+    expect(err.message).toMatch(/Monthly spending limit reached: this request is held for up to 51 output tokens \(its max_completion_tokens\)/);
+    expect(err.message).toContain('Raise the limit or lower max_completion_tokens to at most 50.');
     expect(fake.requests).toHaveLength(0);
     expect(await moneyOf(db, accountId)).toMatchObject({ balance: 1_000_000n, reserved: 0n, charges: [] });
   });

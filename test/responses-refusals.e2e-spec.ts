@@ -89,7 +89,9 @@ describe('POST /v1/responses: refusals, validation and failures (issue 18)', () 
     const { key } = await admin.createAccount({ creditsUsd: '0.000001' });
     const res = await postResponses(gw, key, { model: MODEL.id, input: 'Hello' });
     expect(res.status).toBe(402);
-    expect(((await res.json()) as any).error).toMatchObject({ code: 'insufficient_credits' });
+    const { error } = (await res.json()) as any;
+    expect(error).toMatchObject({ code: 'insufficient_credits' });
+    expect(error.message).toContain('held for at least 1 output token (no max_output_tokens was set: the answer would be cut to what is affordable)');
     expect(fake.requests).toHaveLength(0);
   });
 

@@ -12,34 +12,45 @@ export interface DeclinedGrow {
   needed_micros: string;
 }
 
-/** The 402 of a declined hold: which limit binds (credits, the account's limit, the key's), what is left of it, what was asked, what would fit. */
+/**
+ * The 402 of a declined hold: which limit binds (credits, the account's limit, the key's) and what is left of
+ * it, what the request was held for and why (a prompt bounded by its size, its output limit or one token), what
+ * that leaves room for, and what would help. The prompt is the hold's bound, not a count: the message says so.
+ */
 export function declined(row: DeclinedGrow, input: ReserveInput): GatewayError {
-  const tokens = Number(row.affordable_tokens);
-  const ask =
+  const affordable = Number(row.affordable_tokens);
+  const param = input.limitParam ?? 'max_tokens';
+  const choices = input.choices ?? 1;
+  const each = choices > 1 ? ` for each of its ${choices} choices (n)` : '';
+  const prompt = `a prompt of at most ${count(input.promptTokens)} tokens (bounded by its size; a charge counts the tokens the model reports)`;
+  const output =
     input.requestedMaxTokens === null
-      ? `${input.promptTokens} prompt tokens and at least 1 output token cost ${usd(row.needed_micros)}`
-      : `${input.promptTokens} prompt tokens and max_tokens ${input.requestedMaxTokens} may cost up to ${usd(row.needed_micros)}`;
-  const affordable =
-    tokens > 0 ? `at most ${tokens} output tokens are affordable` : 'not even the prompt with one output token is affordable';
+      ? `at least 1 output token${each} (no ${param} was set: the answer would be cut to what is affordable)`
+      : `up to ${count(input.requestedMaxTokens)} output tokens${each} (its ${param})`;
+  const held = `this request is held for ${output} and ${prompt}, ${usd(row.needed_micros)} at the model's prices`;
+  const room =
+    affordable > 0
+      ? `covers at most ${count(affordable)} output tokens${choices > 1 ? ' per choice' : ''} with this prompt`
+      : 'does not cover this prompt with even 1 output token';
+  // Lowering the output limit helps only when some output is affordable (then it always is the request's own limit).
+  const lower = affordable > 0 && input.requestedMaxTokens !== null ? ` or lower ${param} to at most ${count(affordable)}` : '';
+
   if (row.outcome === 'key_limit_reached') {
-    return new GatewayError(
-      ErrorCode.KeyLimitReached,
-      `This API key's monthly limit is reached: ${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} key limit remains, ` +
-        `but ${ask}; ${affordable} with this key. Raise the key's limit${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
-    );
+    const left = `${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} key limit remains`;
+    return new GatewayError(ErrorCode.KeyLimitReached, `This API key's monthly limit is reached: ${held}; ${left}, which ${room}. Raise the key's limit${lower}.`);
   }
   if (row.outcome === 'monthly_limit_reached') {
-    return new GatewayError(
-      ErrorCode.MonthlyLimitReached,
-      `Monthly spending limit reached: ${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} limit remains, ` +
-        `but ${ask}; ${affordable}. Raise the limit${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
-    );
+    const left = `${usd(row.limit_remaining_micros ?? '0')} of this month's ${usd(row.limit_micros ?? '0')} spending limit remains`;
+    return new GatewayError(ErrorCode.MonthlyLimitReached, `Monthly spending limit reached: ${held}; ${left}, which ${room}. Raise the limit${lower}.`);
   }
   return new GatewayError(
     ErrorCode.InsufficientCredits,
-    `Insufficient credits: ${usd(row.available_micros)} available, but ${ask}; ${affordable}. ` +
-      `Top up credits${input.requestedMaxTokens === null ? '' : ' or lower max_tokens'}.`,
+    `Insufficient credits: ${held}; the balance of ${usd(row.available_micros)} ${room}. Top up credits${lower}.`,
   );
+}
+
+function count(n: number): string {
+  return n.toLocaleString('en-US');
 }
 
 function usd(micros: string): string {

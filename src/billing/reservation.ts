@@ -16,6 +16,8 @@ export interface ReserveInput {
   promptTokens: number;
   /** The client's max_tokens / max_completion_tokens, or null when it set none. */
   requestedMaxTokens: number | null;
+  /** The field the client sets that output limit with in its dialect (max_tokens by default), for the 402's advice. */
+  limitParam?: string;
   /** Choices asked for (n): each may produce the whole output allowance. */
   choices?: number;
 }

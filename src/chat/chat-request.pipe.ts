@@ -17,6 +17,8 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** max_completion_tokens or max_tokens, when the client set one. */
   maxTokens: number | null;
+  /** The field that sets the output limit in the client's dialect (the one it used, if any), named in a 402's advice. */
+  maxTokensParam: string;
   choices: number;
 }
 
@@ -36,6 +38,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
       stream: checked.stream === true,
       includeUsage: isJsonObject(checked.stream_options) && checked.stream_options.include_usage === true,
       maxTokens: checked.max_completion_tokens ?? checked.max_tokens ?? null,
+      maxTokensParam: checked.max_completion_tokens == null && checked.max_tokens != null ? 'max_tokens' : 'max_completion_tokens',
       choices: checked.n ?? 1,
     };
   }

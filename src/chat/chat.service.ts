@@ -115,6 +115,7 @@ export class ChatService {
       model: chat.model,
       promptTokens: promptTokenBound(chat.body, chat.model.context_window),
       requestedMaxTokens: chat.maxTokens,
+      limitParam: chat.maxTokensParam,
       choices: chat.choices,
     });
   }

@@ -43,7 +43,7 @@ export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> 
       ...chatToolChoice(fields.tool_choice, tools !== undefined),
     });
     // Usage is always asked of the upstream: message_delta carries it.
-    return { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, choices: 1 };
+    return { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 };
   }
 }
 

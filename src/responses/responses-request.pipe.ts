@@ -68,7 +68,7 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
     });
     return {
       // Usage is always asked of the upstream: response.completed carries it.
-      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_output_tokens ?? null, choices: 1 },
+      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_output_tokens ?? null, maxTokensParam: 'max_output_tokens', choices: 1 },
       echo: {
         instructions: checked.instructions ?? null,
         max_output_tokens: checked.max_output_tokens ?? null,
