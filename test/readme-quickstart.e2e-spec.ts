@@ -11,13 +11,21 @@ const START_TIMEOUT_MS = 180_000;
 
 jest.setTimeout(300_000);
 
-/** The README's fenced blocks marked `js quickstart`, in order: what a user pastes into try.mjs. */
-function quickstartBlocks(): string[] {
+/** The README's fenced blocks marked `<language> <tag>`, in order (`js quickstart`: what a user pastes into try.mjs; `sh try`: what a user runs in a shell). */
+function readmeBlocks(info: string): string[] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(/^```js quickstart\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  return [...readme.matchAll(new RegExp(`^\`\`\`${info}\\n([\\s\\S]*?)^\`\`\`$`, 'gm'))].map((m) => m[1]);
 }
+const quickstartBlocks = () => readmeBlocks('js quickstart');
 
 describe("README's quick start, run as a new user would", () => {
+  it("shows the shell calls an operator needs: the key's curl, accounts, credits, keys, the spending limit, the usage view", () => {
+    const shell = readmeBlocks('sh try').join('\n');
+    for (const call of ['/v1/models', '/v1/chat/completions', '/admin/v1/accounts', '/credits', '/keys', '/rotate', '-X PUT $GW/admin/v1/accounts/$ACCOUNT/spending-limit', '/usage?']) {
+      expect(shell).toContain(call);
+    }
+  });
+
   it('shows the SDK calls users try first', () => {
     const code = quickstartBlocks().join('\n');
     for (const call of [
@@ -68,6 +76,25 @@ describe("README's quick start, run as a new user would", () => {
       expect(lines).toContain('Stream me word by word');
       expect(statSync(join(project, 'speech.mp3')).size).toBeGreaterThan(1000);
       expect(lines.at(-2)).toContain('meeting is scheduled');
+
+      // The README's shell blocks, as a user runs them in a shell, the printed admin token and demo key pasted in.
+      const [, adminToken] = await gateway.waitFor(/Admin token \(shown once, keep it\): (gwadm_[0-9A-Za-z_-]{32})/, 1_000);
+      const shell = readmeBlocks('sh try')
+        .join('\n')
+        .replaceAll('http://localhost:8080', base.replace(/\/v1$/, ''))
+        .replace('export KEY=gwk_...', `export KEY=${key}`)
+        .replace('export ADMIN=gwadm_...', `export ADMIN=${adminToken}`);
+      const sh = spawnSync('bash', ['-euo', 'pipefail', '-c', shell], { cwd: project, env, encoding: 'utf8', timeout: 60_000 });
+      // (curl's progress meter goes to stderr: shown only when the blocks fail)
+      expect({ status: sh.status, stderr: sh.status === 0 ? '' : sh.stderr }).toEqual({ status: 0, stderr: '' });
+      const answers = sh.stdout.split(/(?<=\})(?=\{)|\n/).filter((part) => part.startsWith('{')).map((part) => JSON.parse(part));
+      expect(answers[0].data.map((m: { id: string }) => m.id)).toEqual(['dev-echo', 'local-stt', 'local-tts']);
+      expect(answers[1].choices[0].message.content).toBe('Hello, gateway');
+      expect(answers.at(-2)).toMatchObject({ name: 'acme', credits_usd: '10.000000', monthly_limit_usd: '50.000000' });
+      const keys = answers.filter((a) => typeof a.key === 'string');
+      // the "ci" key's creation is read by json_id; what is printed is its rotation's new key
+      expect(keys.map((k) => k.name)).toEqual(['backend', 'ci']);
+      expect(answers.at(-1)).toMatchObject({ totals: expect.any(Object) });
     });
   });
 });
