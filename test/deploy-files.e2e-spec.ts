@@ -115,9 +115,12 @@ describe('Dockerfile', () => {
     const runtime = lines.slice(lines.indexOf(stages[1]));
     expect(runtime.filter((l) => l.startsWith('COPY --from=build')).length).toBeGreaterThanOrEqual(3);
     expect(runtime).toContain('USER node');
-    // The container starts the gateway exactly as `npm start` does (same node flags).
+    // The container starts the gateway exactly as `npm start` does (same node flags); npm's shell `exec`s node
+    // so that signals reach it, and in the image tini passes them to node.
     const start = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string;
-    expect(runtime[runtime.length - 1]).toBe(`CMD ${JSON.stringify(start.split(' '))}`.replace(/","/g, '", "'));
+    expect(start).toMatch(/^exec node /);
+    expect(runtime[runtime.length - 1]).toBe(`CMD ${JSON.stringify(start.replace(/^exec /, '').split(' '))}`.replace(/","/g, '", "'));
+    expect(runtime).toContain('ENTRYPOINT ["/usr/bin/tini", "--"]');
     expect(existsSync(join(ROOT, 'src/main.ts'))).toBe(true);
   });
 
