@@ -1,17 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
-import { stringify } from 'yaml';
 import { countPromptTokens, countTextTokens, tokenPrefix } from '../src/providers/token-count';
 import { AdminClient } from './support/admin-client';
 import { costMicros, parseSseData, postChat, readSseData, UsageRow, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { GatewayProcess } from './support/fault-gateway';
-import { defaultRawConfig, TEST_ADMIN_TOKEN, testDatabaseUrl } from './support/test-app';
+import { LoopChecks, LoopWatch, watchEventLoop } from './support/event-loop-watch';
+import { OwnGateway, startOwnGateway } from './support/own-gateway';
+import { testDatabaseUrl } from './support/test-app';
 
 // The gateway counts tokens itself for dev-echo, for an upstream that sends no `usage`, and for a client
 // that leaves a stream early. One long "word" once froze the whole process for seconds (BPE merging is
@@ -22,9 +19,7 @@ import { defaultRawConfig, TEST_ADMIN_TOKEN, testDatabaseUrl } from './support/t
 const DEV_ECHO = { input: 0.5, output: 1.5 }; // config/gateway.yaml
 const SILENT = { id: 'silent-upstream', input: 0.5, output: 1.5, maxOutput: 2_000_000 };
 const KB = 1024;
-const HEALTHZ_MAX_MS = 100;
-const POLL_EVERY_MS = 20;
-const ANSWER_MAX_MS = 3000;
+const ANSWER_MAX_MS = 10_000;
 const PARTIAL_ANSWER = 'Partial answer';
 // A request with this tool is answered with a call of it, its arguments the last message (issue 23: counted too).
 const ECHO_TOOL = { type: 'function', function: { name: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } } } } };
@@ -40,13 +35,8 @@ const HOSTILE_WORDS: [string, () => string][] = [
   ['1 MB of random letters', randomLetters(1024 * KB)],
 ];
 
-// A loaded 2-core box can stall this process ~150 ms on its own now and then (GC, scheduling): one retry.
-// A counting freeze fails both tries (the old tokenizer stalled /healthz 350–450 ms at 20 KB already).
-jest.retryTimes(1, { logErrorsBeforeRetry: true });
-
 describe('token counting of hostile text does not freeze the gateway', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'token-count-freeze-'));
-  let gateway: GatewayProcess;
+  let gateway: OwnGateway;
   let gw: { url: string };
   let silent: SilentUpstream;
   let admin: AdminClient;
@@ -54,25 +44,26 @@ describe('token counting of hostile text does not freeze the gateway', () => {
 
   beforeAll(async () => {
     silent = await startSilentUpstream();
-    const raw = defaultRawConfig();
-    raw.billing = { ...(raw.billing as object), lease_idle_ms: 100 };
-    withFakeProvider(silent.url, [SILENT])(raw);
-    raw.catalog.find((m: { id: string }) => m.id === SILENT.id).upstream_model = SILENT.id;
-    writeFileSync(join(dir, 'gateway.yaml'), stringify(raw));
-    const env = { DATABASE_URL: testDatabaseUrl(), PORT: '0', ADMIN_TOKEN: TEST_ADMIN_TOKEN, GATEWAY_CONFIG: join(dir, 'gateway.yaml'), LOG_LEVEL: 'warn' };
-    gateway = new GatewayProcess({ name: 'gateway', env, logFile: join(dir, 'gateway.log') });
-    gw = { url: await gateway.ready() };
+    gateway = await startOwnGateway({
+      config: (raw) => {
+        withFakeProvider(silent.url, [SILENT])(raw);
+        raw.catalog.find((m: { id: string }) => m.id === SILENT.id).upstream_model = SILENT.id;
+      },
+    });
+    gw = { url: gateway.url };
     admin = new AdminClient(gw.url);
     db = await new DataSource({ type: 'postgres', url: testDatabaseUrl() }).initialize();
-    // Warm up (first requests compile code paths and open pools): the polls below measure counting only.
-    const { key } = await admin.createAccount({ creditsUsd: '1' });
-    for (const model of ['dev-echo', SILENT.id]) await (await postChat(gw, key, { model, messages: [{ role: 'user', content: 'warm up' }] })).text();
+    // Warm up (first requests compile code paths and open pools, the first long word compiles the counting
+    // loop: up to 260 ms once, on a loaded machine): the measurements below are of counting only.
+    const { key } = await admin.createAccount({ creditsUsd: '20' });
+    for (const content of ['warm up', oneLetter(20 * KB)()]) {
+      for (const model of ['dev-echo', SILENT.id]) await (await postChat(gw, key, { model, messages: [{ role: 'user', content }], max_tokens: 50 })).text();
+    }
   });
   afterAll(async () => {
     await gateway?.stop();
     await db?.destroy();
     await silent?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   describe.each(HOSTILE_WORDS)('a one-word message: %s', (_, oneWord) => {
@@ -81,8 +72,8 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       const word = oneWord();
       const messages = [{ role: 'user', content: word }];
 
-      const { result: res, healthz, ms } = await beside(gw, () => postChat(gw, key, { model: 'dev-echo', messages, max_tokens: 50 }));
-      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      const { result: res, loop, ms } = await watchEventLoop(gw.url, () => postChat(gw, key, { model: 'dev-echo', messages, max_tokens: 50 }));
+      expectLoopFree(loop);
       expect(ms).toBeLessThan(ANSWER_MAX_MS);
       expect(res.status).toBe(200);
       const completion = (await res.json()) as ChatAnswer;
@@ -102,8 +93,8 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       const messages = [{ role: 'user', content: word }];
       const body = { model: 'dev-echo', messages, max_tokens: 50, stream: true, stream_options: { include_usage: true } };
 
-      const { result: events, healthz, ms } = await beside(gw, async () => readSseData(await postChat(gw, key, body)));
-      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      const { result: events, loop, ms } = await watchEventLoop(gw.url, async () => readSseData(await postChat(gw, key, body)));
+      expectLoopFree(loop);
       expect(ms).toBeLessThan(ANSWER_MAX_MS);
       expect(events.at(-1)).toBe('[DONE]');
       const promptTokens = await countPromptTokens(messages);
@@ -116,8 +107,8 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       const word = oneWord();
       const messages = [{ role: 'user', content: word }];
 
-      const { result: res, healthz, ms } = await beside(gw, () => postChat(gw, key, { model: SILENT.id, messages }));
-      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      const { result: res, loop, ms } = await watchEventLoop(gw.url, () => postChat(gw, key, { model: SILENT.id, messages }));
+      expectLoopFree(loop);
       expect(ms).toBeLessThan(ANSWER_MAX_MS);
       expect(res.status).toBe(200);
       const completion = (await res.json()) as ChatAnswer;
@@ -136,8 +127,8 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       const word = oneWord();
       const messages = [{ role: 'user', content: word }];
 
-      const { result: res, healthz, ms } = await beside(gw, () => postChat(gw, key, { model: SILENT.id, messages, tools: [ECHO_TOOL] }));
-      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      const { result: res, loop, ms } = await watchEventLoop(gw.url, () => postChat(gw, key, { model: SILENT.id, messages, tools: [ECHO_TOOL] }));
+      expectLoopFree(loop);
       expect(ms).toBeLessThan(ANSWER_MAX_MS);
       expect(res.status).toBe(200);
       const completion = (await res.json()) as ChatAnswer;
@@ -155,7 +146,7 @@ describe('token counting of hostile text does not freeze the gateway', () => {
       const messages = [{ role: 'user', content: word }];
       const abort = new AbortController();
 
-      const { healthz } = await beside(gw, async () => {
+      const { loop } = await watchEventLoop(gw.url, async () => {
         const res = await postChat(gw, key, { model: SILENT.id, messages, stream: true }, { signal: abort.signal });
         expect(res.status).toBe(200);
         await readUntil(res, PARTIAL_ANSWER);
@@ -164,11 +155,15 @@ describe('token counting of hostile text does not freeze the gateway', () => {
         const [row] = await waitForUsageRows(db, accountId, 1, ANSWER_MAX_MS);
         expect({ settled: row !== undefined, withinBound: performance.now() - left < ANSWER_MAX_MS }).toEqual({ settled: true, withinBound: true });
       });
-      expect(healthz.slowest).toBeLessThan(HEALTHZ_MAX_MS);
+      expectLoopFree(loop);
 
       const promptTokens = await countPromptTokens(messages);
       await expectCharged(accountId, { status: 499, promptTokens, completionTokens: await countTextTokens(PARTIAL_ANSWER), price: SILENT });
     });
+  });
+
+  it('answered /healthz promptly throughout: the p95 of every poll above', () => {
+    loops.expectPromptPolls(100);
   });
 
   async function expectCharged(accountId: string, expected: { status: number; promptTokens: number; completionTokens: number; price: { input: number; output: number } }) {
@@ -183,49 +178,17 @@ describe('token counting of hostile text does not freeze the gateway', () => {
   }
 });
 
+/**
+ * Counting gives the loop back every 10 ms: the gateway's holds stay far under LOOP_HELD_MAX_MS, which a count
+ * without slices breaks (the quadratic tokenizer held the loop 11–14 s on 20 KB of one letter; the linear one
+ * held it ~0.75 s on 1 MB of random letters before it gave the loop back).
+ */
+const loops = new LoopChecks();
+const expectLoopFree = (loop: LoopWatch) => loops.expectFree(loop);
+
 interface ChatAnswer {
   choices: { message: { content: string; tool_calls?: { function: { name: string; arguments: string } }[] }; finish_reason: string }[];
   usage?: Record<string, number>;
-}
-
-interface Polled<T> {
-  result: T;
-  /** How long `work` took, ms. */
-  ms: number;
-  healthz: { slowest: number; polls: number };
-}
-
-/**
- * Runs `work` while GET /healthz is polled every 20 ms, and reports the slowest answer counted from when the
- * poll was due: a blocked event loop in the gateway delays its answer.
- */
-async function beside<T>(gw: { url: string }, work: () => Promise<T>): Promise<Polled<T>> {
-  let done = false;
-  const latencies: number[] = [];
-  const poller = (async () => {
-    let due = performance.now();
-    for (;;) {
-      const res = await fetch(`${gw.url}/healthz`);
-      await res.text();
-      if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
-      latencies.push(performance.now() - due);
-      // One more poll after the work: a block at its end delays that poll and the work's answer alike.
-      if (done) return;
-      due = performance.now() + POLL_EVERY_MS;
-      await new Promise((resolve) => setTimeout(resolve, POLL_EVERY_MS));
-    }
-  })();
-  const start = performance.now();
-  try {
-    const result = await work();
-    const ms = performance.now() - start;
-    done = true;
-    await poller;
-    return { result, ms, healthz: { slowest: Math.max(...latencies), polls: latencies.length } };
-  } finally {
-    done = true;
-    await poller;
-  }
 }
 
 /** Reads an SSE response until its content deltas contain `text`. */
