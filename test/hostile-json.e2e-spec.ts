@@ -1,11 +1,12 @@
-import type { Logger } from 'pino';
+import { readFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import { ROOT_LOGGER } from '../src/common/logging/root-logger';
 import { AdminClient } from './support/admin-client';
 import { FAKE_TTS, withFakeAudioProvider } from './support/audio-support';
-import { PricedModel, useGatewayWithFake, withFakeProvider } from './support/chat-support';
-import { FakeUpstream } from './support/fake-upstream';
-import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
+import { PricedModel, withFakeProvider } from './support/chat-support';
+import { LoopChecks, watchEventLoop } from './support/event-loop-watch';
+import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { OwnGateway, startOwnGateway } from './support/own-gateway';
+import { TEST_ADMIN_TOKEN, testDatabaseUrl } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'acme/hostile', input: 1, output: 2, maxOutput: 64 };
 const messages = [{ role: 'user', content: 'hi' }];
@@ -27,33 +28,52 @@ interface Answer {
   ms: number;
 }
 
-// A single /healthz poll can exceed 100 ms on this 2-core machine from a garbage collection or another
-// process alone; a freeze (seconds, before issue 14) fails both tries.
-jest.retryTimes(1, { logErrorsBeforeRetry: true });
+/**
+ * Past this a hostile body was not answered "at once": the quadratic copies of issue 14 took 0.6 s (40,000
+ * keys) to 6.6 s (857 KB), and a 3 MB body more. These answers take ~20–100 ms; a loaded 2-core machine
+ * (load 7–9) stretched them to a few hundred ms at worst. The event loop's bounds are in event-loop-watch.ts.
+ */
+const ANSWER_MAX_MS = 2000;
 
+// The gateway runs as a process of its own, so that the event loop measured beside the hostile bodies is the
+// gateway's alone, not jest's too (docs/chat-testing.md); it logs at level error only, so any line it writes
+// during a test is an error (a 500 logs one with its stack).
 describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usage row', () => {
-  let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
+  let fake: FakeUpstream, gw: OwnGateway, admin: AdminClient, db: DataSource;
   let chatKey: string, brokeKey: string, speechKey: string;
-  /** Every error or fatal line the gateway logs: a 500 logs one with its stack. */
-  const errorsLogged: unknown[][] = [];
-  const suite = useGatewayWithFake((url) => (raw) => {
-    withFakeProvider(url, [MODEL])(raw);
-    withFakeAudioProvider(url)(raw);
-  });
+  const loops = new LoopChecks();
+  let logLength = 0;
+  const logged = () => readFileSync(gw.process.options.logFile, 'utf8');
 
   beforeAll(async () => {
-    ({ fake, gw, admin, db } = suite);
+    fake = await startFakeUpstream();
+    gw = await startOwnGateway({
+      logLevel: 'error',
+      config: (raw) => {
+        withFakeProvider(fake.url, [MODEL])(raw);
+        withFakeAudioProvider(fake.url)(raw);
+      },
+    });
+    admin = new AdminClient(gw.url);
+    db = await new DataSource({ type: 'postgres', url: testDatabaseUrl() }).initialize();
     ({ key: chatKey } = await admin.createAccount({ creditsUsd: '1' }));
     ({ key: brokeKey } = await admin.createAccount());
     ({ key: speechKey } = await admin.createAccount({ subscription: 'active' }));
-    const logger = gw.app.get<Logger>(ROOT_LOGGER);
-    jest.spyOn(logger, 'isLevelEnabled').mockImplementation((level) => level === 'error' || level === 'fatal');
-    for (const level of ['error', 'fatal'] as const) {
-      jest.spyOn(logger, level).mockImplementation(((...args: unknown[]) => void errorsLogged.push(args)) as never);
-    }
+    // Warm up the routes measured below (first requests compile code paths and open pools).
+    await chat(JSON.stringify(CHAT));
+    await chat(bodyWith(CHAT, { n: manyKeys(1000) }), brokeKey);
+    await speech(bodyWith(SPEECH, { speed: manyKeys(1000) }));
   });
-  beforeEach(() => fake.resetState());
-  afterEach(() => expect(errorsLogged.splice(0)).toEqual([]));
+  afterAll(async () => {
+    await gw?.stop();
+    await fake?.close();
+    await db?.destroy();
+  });
+  beforeEach(() => {
+    fake.resetState();
+    logLength = logged().length;
+  });
+  afterEach(() => expect(logged().slice(logLength)).toBe(''));
 
   async function post(path: string, key: string, body: string): Promise<Answer> {
     const started = performance.now();
@@ -89,35 +109,12 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
   }
 
   /**
-   * Runs `hostile` while /healthz is polled every 20 ms; every poll must answer within 100 ms, and no
-   * gap between polls may exceed that either (the poller runs in the gateway's process, so a blocked
-   * event loop shows up as a gap even when no poll was in flight).
+   * Runs `hostile` while /healthz is polled and the gateway measures its own event loop: the loop must stay
+   * free (the bounds, and why they hold on a loaded machine, are in test/support/event-loop-watch.ts).
    */
   async function besideHealthPoller<T>(hostile: () => Promise<T>): Promise<T> {
-    let done = false;
-    const latencies: number[] = [];
-    const gaps: number[] = [];
-    const poller = (async () => {
-      let last = performance.now();
-      while (!done) {
-        const started = performance.now();
-        gaps.push(started - last);
-        const res = await fetch(`${gw.url}/healthz`);
-        await res.arrayBuffer();
-        expect(res.status).toBe(200);
-        last = performance.now();
-        latencies.push(last - started);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 100));
-    const result = await hostile();
-    await new Promise((r) => setTimeout(r, 100));
-    done = true;
-    await poller;
-    expect(latencies.length).toBeGreaterThan(5);
-    expect(Math.max(...latencies)).toBeLessThan(100);
-    expect(Math.max(...gaps)).toBeLessThan(100 + 20);
+    const { result, loop } = await watchEventLoop(gw.url, hostile);
+    loops.expectFree(loop);
     return result;
   }
 
@@ -165,13 +162,13 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
       ['speech speed', () => speech(bodyWith(SPEECH, { speed: big }))],
     ])('%s', async (_, send) => {
       const answer = await besideHealthPoller(send);
-      expect(answer.ms).toBeLessThan(1000);
+      expect(answer.ms).toBeLessThan(ANSWER_MAX_MS);
       await expectRefused(answer, 'invalid_request_error', null, /json_body_max_keys/);
     });
 
     it('an admin body', async () => {
       const answer = await besideHealthPoller(() => adminPost('/accounts', `{"name":${big}}`));
-      expect(answer.ms).toBeLessThan(1000);
+      expect(answer.ms).toBeLessThan(ANSWER_MAX_MS);
       expect(answer.status).toBe(400);
       expect(answer.error).toMatchObject({ code: 'invalid_request_error', type: 'invalid_request_error', message: expect.stringMatching(/json_body_max_keys/) });
     });
@@ -189,7 +186,7 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
       ['temperature', { temperature: big }, 'temperature'],
     ])('chat %s: 400 naming the field within 1 s, /healthz answering throughout', async (_, fields, param) => {
       const answer = await besideHealthPoller(() => chat(bodyWith(CHAT, fields), brokeKey));
-      expect(answer.ms).toBeLessThan(1000);
+      expect(answer.ms).toBeLessThan(ANSWER_MAX_MS);
       await expectRefused(answer, 'invalid_request_error', param);
     });
 
@@ -200,7 +197,7 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
 
     it('speech speed', async () => {
       const answer = await besideHealthPoller(() => speech(bodyWith(SPEECH, { speed: big })));
-      expect(answer.ms).toBeLessThan(1000);
+      expect(answer.ms).toBeLessThan(ANSWER_MAX_MS);
       await expectRefused(answer, 'invalid_input', 'speed');
     });
 
@@ -317,5 +314,9 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
     const answer = await besideHealthPoller(() => chat(JSON.stringify(body)));
     expect(answer.status).toBe(200);
     expect(fake.requests[0].body).toEqual({ ...body, model: `upstream-${MODEL.id}` });
+  });
+
+  it('answered /healthz promptly throughout: the p95 of every poll beside the hostile bodies', () => {
+    loops.expectPromptPolls(100);
   });
 });
