@@ -4,12 +4,12 @@ import { describeRequest, FuzzRequest } from './fuzz-routes';
 
 /**
  * Answer times (issue 14: "an answer within 1 s"), as two bounds that hold on a loaded 2-core machine. The
- * gateway runs in its own process, so jest's work is not in them, but the machine's scheduling is.
- * - Each answer within ANSWER_CAP_MS: catches one request whose work grows with its input (the copies
- *   issue 14 found held the gateway 0.6–6.6 s; a freeze runs to GIVE_UP_MS). Answers take ~5–20 ms, and a
- *   process stalled by a loaded machine loses a few hundred ms at worst, far from the cap.
- * - The 95th percentile of a route's answers within ANSWER_P95_MS (test/fuzz/routes.e2e-spec.ts): catches a route
- *   that is slow for a whole class of generated inputs (1 in 20 or more) while the odd stalled answer is spared.
+ * gateway runs in its own process, so jest's work is not in them, but the machine's scheduling is: at load
+ * 7–9 with a CPU hog, a route's p95 was 11–61 ms and its slowest answer 20–331 ms.
+ * - Each answer within ANSWER_CAP_MS, nine times the slowest seen: catches one request whose work grows with
+ *   its input (the copies issue 14 found held the gateway 0.6–6.6 s; a freeze runs to GIVE_UP_MS).
+ * - The 95th percentile of a route's answers within ANSWER_P95_MS (test/fuzz/routes.e2e-spec.ts): catches a
+ *   route that is slow for a whole class of generated inputs (1 in 20 or more), sparing the odd stalled answer.
  */
 export const ANSWER_CAP_MS = 3000;
 export const ANSWER_P95_MS = 1000;
