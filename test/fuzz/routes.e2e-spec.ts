@@ -12,8 +12,9 @@ import { TEST_ADMIN_TOKEN, testDatabaseUrl } from '../support/test-app';
 /**
  * Issue 14: every JSON route and every GET route with parameters, fed bodies and query strings generated
  * from the shapes of their DTOs with hostile values mixed in. For every request: no 5xx, the error body
- * with a documented code on 4xx, a valid answer on 2xx, an x-request-id, an answer within 3 s (a route's p95 within 1 s); every
- * request made with an API key has its usage record, under the route's endpoint and the status answered.
+ * with a documented code on 4xx, a valid answer on 2xx, an x-request-id, an answer within 3 s (and a
+ * route's p95 within 1 s); every request made with an API key has its usage record, under the route's
+ * endpoint and the status answered.
  * Every planned run runs (no time limit cuts a route short), against a gateway in its own process, so that
  * the answer times measure the gateway and not jest (see ANSWER_CAP_MS in test/support/fuzz-contract.ts).
  *
