@@ -54,7 +54,7 @@ describe('POST /v1/messages (issue 25)', () => {
       usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
     });
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0].body).toEqual({ model: upstreamModelOf(MODEL), messages: [{ role: 'user', content: 'Say it.' }], max_tokens: 100 });
+    expect(fake.requests[0].body).toEqual({ model: upstreamModelOf(MODEL), messages: [{ role: 'user', content: 'Say it.' }], max_completion_tokens: 100 });
     await expectCharged(accountId, 11, 5, false);
   });
 
@@ -88,7 +88,7 @@ describe('POST /v1/messages (issue 25)', () => {
         { role: 'assistant', content: 'A pixel.' },
         { role: 'user', content: 'And now?' },
       ],
-      max_tokens: 50,
+      max_completion_tokens: 50,
       temperature: 0.5,
       top_p: 0.9,
       stop: ['###'],
@@ -176,7 +176,7 @@ describe('POST /v1/messages (issue 25)', () => {
       content: [{ type: 'text', text: 'The quick brown fox jumps.' }],
       usage: { input_tokens: 11, output_tokens: 5 },
     });
-    expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_tokens: 100 });
+    expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_completion_tokens: 100 });
     await expectCharged(accountId, 11, 5, true);
   });
 
@@ -279,7 +279,7 @@ describe('POST /v1/messages (issue 25)', () => {
 
     expect(final).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'The quick brown fox jumps.' }] });
     expect(fake.requests[0].body.tools).toHaveLength(16);
-    expect(fake.requests[0].body).toMatchObject({ stream: true, max_tokens: 32000, user: 'user_abc_account__session_123' });
+    expect(fake.requests[0].body).toMatchObject({ stream: true, max_completion_tokens: 32000, user: 'user_abc_account__session_123' });
     expect(fake.requests[0].body).not.toHaveProperty('thinking');
     expect(fake.requests[0].body).not.toHaveProperty('context_management');
     await expectCharged(accountId, 11, 5, true, 10_000_000n);

@@ -88,7 +88,7 @@ describe('POST /v1/responses (issue 18)', () => {
         { role: 'assistant', content: 'A pixel.' },
         { role: 'user', content: 'And now?' },
       ],
-      max_tokens: 100,
+      max_completion_tokens: 100,
       temperature: 0.5,
       top_p: 0.9,
       user: 'user-7',
@@ -154,7 +154,7 @@ describe('POST /v1/responses (issue 18)', () => {
     expectValidAgainst('Response', response);
     expect(response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, max_output_tokens: 3 });
     expect(response.output_text).toBe('The quick brown');
-    expect(fake.requests[0].body.max_tokens).toBe(3);
+    expect(fake.requests[0].body.max_completion_tokens).toBe(3);
     await expectCharged(accountId, 11, 3, false);
   });
 

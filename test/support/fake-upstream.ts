@@ -24,6 +24,16 @@ export type FailureMode =
   | 'wrongContentType' // 200 text/html (an HTML page) for any request
   | 'endlessLine'; // N events (default 0), then bytes with no newline until the client goes away (cap: `endlessLineMaxBytes`)
 
+/** OpenAI's answer (400) to `max_tokens` sent to one of its reasoning models, word for word. */
+export const REASONING_MAX_TOKENS_ERROR = {
+  error: {
+    message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    type: 'invalid_request_error',
+    param: 'max_tokens',
+    code: 'unsupported_parameter',
+  },
+};
+
 /** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
 const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
@@ -115,6 +125,11 @@ export class FakeUpstream {
   failure: FailureMode | null = null;
   /** A mode for every request whose JSON body names this (upstream) model: faults that concurrent requests do not share. */
   failureByModel: Record<string, FailureMode> = {};
+  /**
+   * Upstream models that behave as OpenAI's reasoning models (o-series, GPT-5 family) do with the output limit:
+   * a chat request carrying `max_tokens` gets OpenAI's 400 (REASONING_MAX_TOKENS_ERROR); `max_completion_tokens` is served.
+   */
+  reasoningModels = new Set<string>();
   readonly requests: RecordedRequest[] = [];
   /** TCP connections accepted so far (a keep-alive client reuses its connections). */
   connectionsOpened = 0;
@@ -145,6 +160,7 @@ export class FakeUpstream {
     this.queued.length = 0;
     this.failure = null;
     this.failureByModel = {};
+    this.reasoningModels.clear();
     this.reply = FakeUpstream.defaultReply();
     this.transcription = FakeUpstream.defaultTranscription();
     this.responseDelayMs = 0;
@@ -214,6 +230,9 @@ export class FakeUpstream {
     if (mode === 'status429') {
       if (this.retryAfterS !== null) res.setHeader('retry-after', String(this.retryAfterS));
       return sendJson(res, 429, { error: { message: 'The fake upstream is rate limited.', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } });
+    }
+    if (record.path === '/v1/chat/completions' && this.reasoningModels.has(String(record.body?.model)) && record.body.max_tokens !== undefined) {
+      return sendJson(res, 400, REASONING_MAX_TOKENS_ERROR);
     }
     if (mode === 'wrongContentType') {
       return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
@@ -434,10 +453,11 @@ export class FakeUpstream {
   /**
    * Control over HTTP, for a fake run as its own process (`npx ts-node test/support/fake-upstream.ts`):
    * POST /_fake/fail-next {"mode", "times"?}, POST /_fake/failure {"mode": null | mode},
-   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reset, GET /_fake/requests.
+   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reasoning-models {"models": [...]}, POST /_fake/reset,
+   * GET /_fake/requests.
    */
   private control(url: string, raw: Buffer, res: ServerResponse): void {
-    let body: { mode?: FailureMode | null; times?: number; events?: number | null } = {};
+    let body: { mode?: FailureMode | null; times?: number; events?: number | null; models?: string[] } = {};
     try {
       body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
     } catch {
@@ -446,6 +466,7 @@ export class FakeUpstream {
     if (url === '/_fake/fail-next' && body.mode) this.failNext(body.mode, body.times ?? 1);
     else if (url === '/_fake/failure') this.failure = body.mode ?? null;
     else if (url === '/_fake/fault-after') this.faultAfterEvents = body.events ?? null;
+    else if (url === '/_fake/reasoning-models') this.reasoningModels = new Set(body.models ?? []);
     else if (url === '/_fake/reset') this.resetState();
     else if (url === '/_fake/requests') return sendJson(res, 200, { requests: this.requests.map(({ headers: _h, ...rest }) => rest), endlessBytesSent: this.endlessBytesSent });
     else return sendJson(res, 404, { error: `fake upstream: no control ${url}` });
