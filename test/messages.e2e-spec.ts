@@ -1,11 +1,13 @@
 import Anthropic from '@anthropic-ai/sdk';
+import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
+import { ROOT_LOGGER } from '../src/common/logging/root-logger';
 import { AdminClient } from './support/admin-client';
 import { costMicros, moneyOf, PricedModel, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { anthropic, postMessages } from './support/messages-support';
 import { parseNamedEvents } from './support/responses-support';
-import { TestApp } from './support/test-app';
+import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'msg-chat', input: 3, output: 150, maxOutput: 4096 };
 const WEATHER_TOOL = {
@@ -200,6 +202,90 @@ describe('POST /v1/messages (issue 25)', () => {
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
       usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    });
+  });
+
+  describe('a tool call whose arguments are not a JSON object (issue 31)', () => {
+    const BROKEN_CALLS = [
+      { id: 'call_broken_1', name: 'get_weather', arguments: '{"city": "Par' },
+      { id: 'call_broken_2', name: 'get_weather', arguments: '["Paris"]' },
+    ];
+    /** The gateway's warning lines (pino's arguments), captured from its root logger. */
+    let warnings: unknown[][];
+    let restoreLogger: () => void;
+
+    beforeEach(() => {
+      const logger = gw.app.get<Logger>(ROOT_LOGGER);
+      const level = logger.level;
+      logger.level = 'warn';
+      warnings = [];
+      const spy = jest.spyOn(logger, 'warn').mockImplementation(((...args: unknown[]) => void warnings.push(args)) as never);
+      restoreLogger = () => {
+        spy.mockRestore();
+        logger.level = level;
+      };
+    });
+    afterEach(() => restoreLogger());
+
+    const malformedCounted = async (): Promise<number> => {
+      const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+      const match = new RegExp(`^gateway_upstream_malformed_tool_arguments_total\\{endpoint="/v1/messages",model="${MODEL.id}"\\} (\\d+)$`, 'm').exec(text);
+      return match ? Number(match[1]) : 0;
+    };
+    const toolWarnings = () => warnings.filter((args) => typeof args[1] === 'string' && /tool call/.test(args[1]));
+
+    it('answers a valid Message (input {}), counts each call in the metrics and logs a warning with the request id and model, not the arguments', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [...BROKEN_CALLS, WEATHER_CALL];
+      const before = await malformedCounted();
+      const { data: message, response } = await anthropic(gw, key)
+        .messages.create({ model: MODEL.id, max_tokens: 100, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] })
+        .withResponse();
+
+      expect(message.stop_reason).toBe('tool_use');
+      expect(message.content).toEqual([
+        { type: 'tool_use', id: 'call_broken_1', name: 'get_weather', input: {} },
+        { type: 'tool_use', id: 'call_broken_2', name: 'get_weather', input: {} },
+        { type: 'tool_use', id: WEATHER_CALL.id, name: 'get_weather', input: { city: 'Paris' } },
+      ]);
+      expect(await malformedCounted()).toBe(before + 2);
+      const requestId = response.headers.get('x-request-id');
+      expect(requestId).toBeTruthy();
+      expect(toolWarnings()).toEqual([[expect.objectContaining({ requestId, model: MODEL.id, context: 'Messages' }), expect.stringContaining(requestId!)]]);
+      const line = JSON.stringify(toolWarnings());
+      expect(line).toContain('2 tool call(s)');
+      expect(line).not.toContain('Par');
+      await expectCharged(accountId, 11, 5, false);
+    });
+
+    it('counts and logs them in a stream too, where the deltas are relayed as sent', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [BROKEN_CALLS[0], WEATHER_CALL];
+      const before = await malformedCounted();
+      const res = await postMessages(gw, key, { model: MODEL.id, max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] });
+      const events = parseNamedEvents(await res.text());
+
+      expect(res.status).toBe(200);
+      expect(events.map((e) => e.event).at(-1)).toBe('message_stop');
+      const partial = events.filter((e) => e.event === 'content_block_delta').map((e) => (e.data as { delta: { partial_json?: string } }).delta.partial_json);
+      expect(partial.join('')).toBe(`${BROKEN_CALLS[0].arguments}${WEATHER_CALL.arguments}`);
+      expect(await malformedCounted()).toBe(before + 1);
+      const requestId = res.headers.get('x-request-id');
+      expect(toolWarnings()).toEqual([[expect.objectContaining({ requestId, model: MODEL.id }), expect.stringContaining('1 tool call(s)')]]);
+    });
+
+    it('counts nothing for well-formed arguments, nor for a tool call without any', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [WEATHER_CALL, { id: 'call_none', name: 'get_weather', arguments: '' }];
+      const before = await malformedCounted();
+      const message = await anthropic(gw, key).messages.create({ model: MODEL.id, max_tokens: 100, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] });
+
+      expect(message.content).toEqual([
+        { type: 'tool_use', id: WEATHER_CALL.id, name: 'get_weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'call_none', name: 'get_weather', input: {} },
+      ]);
+      expect(await malformedCounted()).toBe(before);
+      expect(toolWarnings()).toEqual([]);
     });
   });
 
