@@ -1,5 +1,6 @@
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
  * A fake OpenAI-compatible upstream over real HTTP on 127.0.0.1 (base URL `fake.url`, ending in /v1):
@@ -89,6 +90,9 @@ const SPEECH_CONTENT_TYPES: Record<string, string> = {
   pcm: 'audio/pcm',
 };
 
+/** Fakes started in this test file so far: fake k's framings are seeded from (SSE_BASE_SEED, k). */
+let fakesStarted = 0;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class FakeUpstream {
@@ -116,6 +120,9 @@ export class FakeUpstream {
   /** A mode for every request whose JSON body names this (upstream) model: faults that concurrent requests do not share. */
   failureByModel: Record<string, FailureMode> = {};
   readonly requests: RecordedRequest[] = [];
+  /** How SSE answers are cut into writes (test/support/sse-framing.ts): random by default; `exact` for a test that needs one write per event. */
+  sseFraming: SseFraming = 'random';
+  private readonly sseSeed = mixSeed(SSE_BASE_SEED, ++fakesStarted);
   /** TCP connections accepted so far (a keep-alive client reuses its connections). */
   connectionsOpened = 0;
   private readonly queued: FailureMode[] = [];
@@ -153,6 +160,7 @@ export class FakeUpstream {
     this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
     this.retryAfterS = null;
+    this.sseFraming = 'random';
   }
 
   aborted(): RecordedRequest[] {
@@ -257,7 +265,9 @@ export class FakeUpstream {
     const completion = this.completionFor(body);
     const calls = this.reply.toolCalls;
     const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
-    const usage = this.usageBlock(completion.tokens);
+    // `n` choices, each the same reply, and OpenAI bills every one: the usage counts n × its completion tokens.
+    const n = typeof body.n === 'number' && body.n >= 1 ? body.n : 1;
+    const usage = this.usageBlock(completion.tokens * n);
     const finishReason = calls ? 'tool_calls' : completion.finishReason;
     const stopReason = this.reply.stopReason !== undefined && finishReason === 'stop' ? { stop_reason: this.reply.stopReason } : {};
 
@@ -273,7 +283,7 @@ export class FakeUpstream {
       const answer = {
         ...base,
         object: 'chat.completion',
-        choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason }],
+        choices: Array.from({ length: n }, (_, index) => ({ index, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason })),
         ...(this.reply.omitUsage ? {} : { usage }),
       };
       if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
@@ -292,24 +302,32 @@ export class FakeUpstream {
       ...(includeUsage ? { usage: null } : {}),
       ...extra,
     });
-    const events: unknown[] = [chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
-    if (!calls) {
-      completion.words.forEach((word, i) => {
-        const text = i === 0 ? word : ` ${word}`;
-        events.push(chunk([{ index: 0, delta: this.reply.refusal ? { refusal: text } : { content: text }, logprobs: null, finish_reason: null }]));
+    // Each choice's chunks, then interleaved as OpenAI streams them: one choice's delta per chunk, in turn.
+    const choiceEvents = (index: number): unknown[] => {
+      const events: unknown[] = [chunk([{ index, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
+      if (!calls) {
+        completion.words.forEach((word, i) => {
+          const text = i === 0 ? word : ` ${word}`;
+          events.push(chunk([{ index, delta: this.reply.refusal ? { refusal: text } : { content: text }, logprobs: null, finish_reason: null }]));
+        });
+      }
+      calls?.forEach((call, i) => {
+        const toolDelta = (fields: Record<string, unknown>) => chunk([{ index, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
+        events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
+        const pieces = this.reply.argumentPieces ?? 2;
+        const size = Math.ceil(call.arguments.length / pieces);
+        for (let start = 0; start < call.arguments.length; start += size) events.push(toolDelta({ function: { arguments: call.arguments.slice(start, start + size) } }));
       });
-    }
-    calls?.forEach((call, i) => {
-      const toolDelta = (fields: Record<string, unknown>) => chunk([{ index: 0, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
-      events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
-      const pieces = this.reply.argumentPieces ?? 2;
-      const size = Math.ceil(call.arguments.length / pieces);
-      for (let start = 0; start < call.arguments.length; start += size) events.push(toolDelta({ function: { arguments: call.arguments.slice(start, start + size) } }));
-    });
-    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
+      events.push(chunk([{ index, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
+      return events;
+    };
+    const perChoice = Array.from({ length: n }, (_, index) => choiceEvents(index));
+    const events: unknown[] = [];
+    for (let step = 0; step < perChoice[0].length; step++) perChoice.forEach((list) => events.push(list[step]));
     if (includeUsage) events.push(chunk([], { usage }));
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
     if (mode === 'notSse') {
       await write(res, 'HTTP/1.1 200 OK?\n<html>this is not an event stream</html>\n\x00\x01garbage\n\n');
       return void res.end('more garbage without a data line\n');
@@ -318,6 +336,8 @@ export class FakeUpstream {
     const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
     for (let i = 0; i <= events.length; i++) {
       if (res.destroyed) return;
+      // The events before a fault or a pause reach the client whole, however they were cut.
+      if (i === failAfter || i === faultAt || (i > 0 && ctx.delay)) await sse.flush();
       if (i === failAfter) return ctx.destroy();
       if (i === faultAt) {
         if (mode === 'truncatedChunked' || mode === 'resetMidStream') return this.breakConnection(ctx);
@@ -325,14 +345,14 @@ export class FakeUpstream {
           await write(res, 'data: {"filler": "');
           return this.writeEndless(res);
         }
-        if (mode === 'invalidJsonData') await write(res, 'data: {"id": this is not JSON\n\n');
+        if (mode === 'invalidJsonData') await sse.event('data: {"id": this is not JSON\n\n');
       }
       if (i === events.length) break;
       if (i > 0 && ctx.delay) await sleep(ctx.delay);
       if (res.destroyed) return;
-      await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
+      await sse.event(mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
     }
-    res.end('data: [DONE]\n\n');
+    await sse.end('data: [DONE]\n\n');
   }
 
   /** The usage block as OpenAI sends it: the totals, and the details when the reply has some (FakeReply.usageDetails). */
