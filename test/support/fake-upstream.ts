@@ -11,7 +11,7 @@ import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 export type FailureMode =
   | 'status4xx' // 400 with an OpenAI error body carrying `failureMessage`
   | 'status500'
-  | 'status429' // 429 with an OpenAI rate-limit body, and `Retry-After: retryAfterS` when that is set
+  | 'status429' // 429 with OpenAI's body of the `rateLimit` kind, and `Retry-After: retryAfterS` when that is set
   | 'malformedJson' // 200 with a body that does not parse
   | 'reset' // the socket is destroyed before any answer
   | 'hang' // never answers
@@ -28,6 +28,33 @@ export type FailureMode =
 /** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
 const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
+
+/**
+ * OpenAI's 429 bodies (https://platform.openai.com/docs/guides/error-codes): a rate limit on requests or on tokens
+ * (type `requests` / `tokens`, code `rate_limit_exceeded`), or a quota spent (type and code `insufficient_quota`:
+ * the organisation's credits or spending limit, not a rate; retrying does not help).
+ */
+export type RateLimitKind = 'requests' | 'tokens' | 'insufficient_quota';
+const RATE_LIMIT_BODIES: Record<RateLimitKind, { message: string; type: RateLimitKind; param: null; code: string }> = {
+  requests: {
+    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more.',
+    type: 'requests',
+    param: null,
+    code: 'rate_limit_exceeded',
+  },
+  tokens: {
+    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on tokens per min (TPM): Limit 30000, Used 28000, Requested 3082. Please try again in 2.164s. Visit https://platform.openai.com/account/rate-limits to learn more.',
+    type: 'tokens',
+    param: null,
+    code: 'rate_limit_exceeded',
+  },
+  insufficient_quota: {
+    message: 'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
+    type: 'insufficient_quota',
+    param: null,
+    code: 'insufficient_quota',
+  },
+};
 
 export interface FakeReply {
   content: string;
@@ -109,6 +136,8 @@ export class FakeUpstream {
   failureMessage = 'The fake upstream rejected this request.';
   /** Seconds sent as Retry-After by `status429` (none when null). */
   retryAfterS: number | null = null;
+  /** Which of OpenAI's 429 bodies `status429` sends. */
+  rateLimit: RateLimitKind = 'requests';
   /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
   faultAfterEvents: number | null = null;
   /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
@@ -160,6 +189,7 @@ export class FakeUpstream {
     this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
     this.retryAfterS = null;
+    this.rateLimit = 'requests';
     this.sseFraming = 'random';
   }
 
@@ -221,7 +251,7 @@ export class FakeUpstream {
     }
     if (mode === 'status429') {
       if (this.retryAfterS !== null) res.setHeader('retry-after', String(this.retryAfterS));
-      return sendJson(res, 429, { error: { message: 'The fake upstream is rate limited.', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } });
+      return sendJson(res, 429, { error: RATE_LIMIT_BODIES[this.rateLimit] });
     }
     if (mode === 'wrongContentType') {
       return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
