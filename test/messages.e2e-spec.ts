@@ -23,7 +23,7 @@ describe('POST /v1/messages (issue 25)', () => {
   beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
-    fake.reply = { content: 'The quick brown fox jumps.', promptTokens: 11, completionTokens: 5 };
+    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 };
   });
 
   /** The account's single charge is the chat price of the usage (ledger = balance), and its usage record says /v1/messages. */
@@ -50,7 +50,7 @@ describe('POST /v1/messages (issue 25)', () => {
       type: 'message',
       role: 'assistant',
       model: MODEL.id,
-      content: [{ type: 'text', text: 'The quick brown fox jumps.' }],
+      content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }],
       stop_reason: 'end_turn',
       stop_sequence: null,
       usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
@@ -81,7 +81,7 @@ describe('POST /v1/messages (issue 25)', () => {
       // The SDK's newest types leave out sampling fields that the API (and Claude Code's older versions) still send.
     } as Anthropic.MessageCreateParamsNonStreaming);
 
-    expect(message.content).toEqual([{ type: 'text', text: 'The quick brown fox jumps.' }]);
+    expect(message.content).toEqual([{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }]);
     expect(fake.requests[0].body).toEqual({
       model: upstreamModelOf(MODEL),
       messages: [
@@ -144,7 +144,7 @@ describe('POST /v1/messages (issue 25)', () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     const client = anthropic(gw, key);
     const cut = await client.messages.create({ model: MODEL.id, max_tokens: 3, messages: [{ role: 'user', content: 'Say it.' }] });
-    expect(cut).toMatchObject({ stop_reason: 'max_tokens', stop_sequence: null, content: [{ type: 'text', text: 'The quick brown' }], usage: { output_tokens: 3 } });
+    expect(cut).toMatchObject({ stop_reason: 'max_tokens', stop_sequence: null, content: [{ type: 'text', text: 'Thé quick brówn' }], usage: { output_tokens: 3 } });
     await expectCharged(accountId, 11, 3, false);
 
     fake.reply.stopReason = '###';
@@ -172,10 +172,10 @@ describe('POST /v1/messages (issue 25)', () => {
     stream.on('text', (delta) => (text += delta));
     const final = await stream.finalMessage();
 
-    expect(text).toBe('The quick brown fox jumps.');
+    expect(text).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(final).toMatchObject({
       type: 'message', role: 'assistant', model: MODEL.id, stop_reason: 'end_turn',
-      content: [{ type: 'text', text: 'The quick brown fox jumps.' }],
+      content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }],
       usage: { input_tokens: 11, output_tokens: 5 },
     });
     expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_completion_tokens: 100 });
@@ -197,7 +197,7 @@ describe('POST /v1/messages (issue 25)', () => {
     // message_start carries the gateway's own count of the prompt; message_delta the upstream's figures.
     expect(events[0].data.message.usage.input_tokens).toBeGreaterThan(0);
     expect(events[1].data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-    expect(events.filter((e) => e.data.type === 'content_block_delta').map((e) => e.data.delta.text).join('')).toBe('The quick brown fox jumps.');
+    expect(events.filter((e) => e.data.type === 'content_block_delta').map((e) => e.data.delta.text).join('')).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(events.at(-2)!.data).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
@@ -363,7 +363,7 @@ describe('POST /v1/messages (issue 25)', () => {
     } as Anthropic.MessageStreamParams);
     const final = await stream.finalMessage();
 
-    expect(final).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'The quick brown fox jumps.' }] });
+    expect(final).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }] });
     expect(fake.requests[0].body.tools).toHaveLength(16);
     expect(fake.requests[0].body).toMatchObject({ stream: true, max_completion_tokens: 32000, user: 'user_abc_account__session_123' });
     expect(fake.requests[0].body).not.toHaveProperty('thinking');
