@@ -20,6 +20,8 @@ module.exports = {
       displayName: 'e2e',
       rootDir: '.',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      // Prints the fake upstream's SSE framing seed when a test fails (test/support/sse-framing.ts).
+      testEnvironment: '<rootDir>/test/support/seed-environment.js',
     },
   ],
 };

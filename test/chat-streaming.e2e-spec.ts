@@ -15,7 +15,7 @@ describe('chat streaming', () => {
   beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
-    fake.reply = { content: 'The quick brown fox jumps.', promptTokens: 9, completionTokens: 5 };
+    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 9, completionTokens: 5 };
   });
 
   it('relays chunks that validate against CreateChatCompletionStreamResponse and ends with [DONE], without a usage chunk when not asked', async () => {
@@ -31,7 +31,7 @@ describe('chat streaming', () => {
     expect(data.at(-1)).toBe('[DONE]');
     const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
     for (const chunk of chunks) expectValidAgainst('CreateChatCompletionStreamResponse', chunk);
-    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('The quick brown fox jumps.');
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(chunks.at(-1).choices[0].finish_reason).toBe('stop');
     // Not asked: no usage chunk (choices: []) and no usage figures anywhere.
     expect(chunks.every((c) => c.choices.length > 0 && !('usage' in c))).toBe(true);

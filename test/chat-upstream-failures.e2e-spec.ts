@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { moneyOf, postChat, PricedModel, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
-import { FailureMode, FakeUpstream, unusedPortUrl } from './support/fake-upstream';
+import { FailureMode, FakeUpstream, RateLimitKind, unusedPortUrl } from './support/fake-upstream';
 import { RawConfig, TestApp } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'flaky-chat', input: 2, output: 100, maxOutput: 4096 };
@@ -27,6 +27,38 @@ describe('chat upstream failures', () => {
     const rows = await waitForUsageRows(db, accountId, 1);
     expect(rows).toEqual([expect.objectContaining({ model: expect.any(String), status, error_code: code, cost_micros: '0', streamed })]);
   }
+
+  it.each<[RateLimitKind, RegExp]>([
+    ['requests', /on requests per min \(RPM\)/],
+    ['tokens', /on tokens per min \(TPM\)/],
+  ])('passes an upstream 429 rate limit on %s through as 429 upstream_rejected with its message, not charged', async (kind, message) => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.rateLimit = kind;
+    fake.failNext('status429');
+    const err = await sdk(gw, key)
+      .chat.completions.create({ model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err).toMatchObject({ status: 429, code: 'upstream_rejected' });
+    expect(err.message).toMatch(message);
+    expect(fake.requests).toHaveLength(1);
+    await expectNotCharged(accountId, 'upstream_rejected', 429);
+  });
+
+  it('answers an upstream 429 insufficient_quota as 502 upstream_error (the gateway\'s quota, not a rate the client can wait out), not charged', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    fake.rateLimit = 'insufficient_quota';
+    fake.failNext('status429');
+    const err = await sdk(gw, key)
+      .chat.completions.create({ model: MODEL.id, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(err).toMatchObject({ status: 502, code: 'upstream_error' });
+    expect(err.message).toMatch(/run out of quota: You exceeded your current quota/);
+    // One call: the SDK (maxRetries 0 here) would have retried a 429, and the gateway has no other deployment.
+    expect(fake.requests).toHaveLength(1);
+    await expectNotCharged(accountId, 'upstream_error', 502);
+  });
 
   it('passes an upstream 400 through as 400 upstream_rejected with the upstream message', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

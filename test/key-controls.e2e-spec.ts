@@ -125,7 +125,7 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       fake.reply = { content: 'a b c', promptTokens: 10, completionTokens: 3 };
       await sdk(gw, limited.key).chat.completions.create({ model: MODEL.id, messages: hi });
       await waitForUsageRows(db, accountId, 1);
-      expect(fake.requests[0].body.max_tokens).toBe(25);
+      expect(fake.requests[0].body.max_completion_tokens).toBe(25);
       expect((await moneyOf(db, accountId)).charges.map((c) => c.amount)).toEqual([300n]);
       expect(await keyCounter(db, limited.id)).toEqual({ spend: 300n, held: 0n });
     });

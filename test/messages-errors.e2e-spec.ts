@@ -90,8 +90,8 @@ describe('POST /v1/messages: errors in Anthropic\'s envelope, surfaced as the SD
     expect(err).toBeInstanceOf(Anthropic.PaymentRequiredError);
     expect(err.error).toMatchObject({ type: 'error', error: { type: 'billing_error', code: 'insufficient_credits' } });
     // max_tokens is always set here: no advice to lower it when not even one output token fits.
-    expect(err.error.error.message).toMatch(/the balance of \$0\.000001 does not cover this prompt with even 1 output token\. Top up credits\.$/);
-    expect(err.error.error.message).not.toMatch(/lower max_tokens|not even/);
+    expect((err.error as any).error.message).toMatch(/the balance of \$0\.000001 does not cover this prompt with even 1 output token\. Top up credits\.$/);
+    expect((err.error as any).error.message).not.toMatch(/lower max_tokens|not even/);
     const limited = await admin.createAccount({ creditsUsd: '1', monthlyLimitUsd: '0.000001' });
     const capped = await sdkError(anthropic(gw, limited.key).messages.stream(HELLO).finalMessage());
     expect(capped).toBeInstanceOf(Anthropic.PaymentRequiredError);

@@ -1,11 +1,13 @@
 import Anthropic from '@anthropic-ai/sdk';
+import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
+import { ROOT_LOGGER } from '../src/common/logging/root-logger';
 import { AdminClient } from './support/admin-client';
 import { costMicros, moneyOf, PricedModel, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { anthropic, postMessages } from './support/messages-support';
 import { parseNamedEvents } from './support/responses-support';
-import { TestApp } from './support/test-app';
+import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 const MODEL: PricedModel = { id: 'msg-chat', input: 3, output: 150, maxOutput: 4096 };
 const WEATHER_TOOL = {
@@ -21,7 +23,7 @@ describe('POST /v1/messages (issue 25)', () => {
   beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
-    fake.reply = { content: 'The quick brown fox jumps.', promptTokens: 11, completionTokens: 5 };
+    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 };
   });
 
   /** The account's single charge is the chat price of the usage (ledger = balance), and its usage record says /v1/messages. */
@@ -48,13 +50,13 @@ describe('POST /v1/messages (issue 25)', () => {
       type: 'message',
       role: 'assistant',
       model: MODEL.id,
-      content: [{ type: 'text', text: 'The quick brown fox jumps.' }],
+      content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }],
       stop_reason: 'end_turn',
       stop_sequence: null,
       usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
     });
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0].body).toEqual({ model: upstreamModelOf(MODEL), messages: [{ role: 'user', content: 'Say it.' }], max_tokens: 100 });
+    expect(fake.requests[0].body).toEqual({ model: upstreamModelOf(MODEL), messages: [{ role: 'user', content: 'Say it.' }], max_completion_tokens: 100 });
     await expectCharged(accountId, 11, 5, false);
   });
 
@@ -79,7 +81,7 @@ describe('POST /v1/messages (issue 25)', () => {
       // The SDK's newest types leave out sampling fields that the API (and Claude Code's older versions) still send.
     } as Anthropic.MessageCreateParamsNonStreaming);
 
-    expect(message.content).toEqual([{ type: 'text', text: 'The quick brown fox jumps.' }]);
+    expect(message.content).toEqual([{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }]);
     expect(fake.requests[0].body).toEqual({
       model: upstreamModelOf(MODEL),
       messages: [
@@ -88,7 +90,7 @@ describe('POST /v1/messages (issue 25)', () => {
         { role: 'assistant', content: 'A pixel.' },
         { role: 'user', content: 'And now?' },
       ],
-      max_tokens: 50,
+      max_completion_tokens: 50,
       temperature: 0.5,
       top_p: 0.9,
       stop: ['###'],
@@ -142,7 +144,7 @@ describe('POST /v1/messages (issue 25)', () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     const client = anthropic(gw, key);
     const cut = await client.messages.create({ model: MODEL.id, max_tokens: 3, messages: [{ role: 'user', content: 'Say it.' }] });
-    expect(cut).toMatchObject({ stop_reason: 'max_tokens', stop_sequence: null, content: [{ type: 'text', text: 'The quick brown' }], usage: { output_tokens: 3 } });
+    expect(cut).toMatchObject({ stop_reason: 'max_tokens', stop_sequence: null, content: [{ type: 'text', text: 'Thé quick brówn' }], usage: { output_tokens: 3 } });
     await expectCharged(accountId, 11, 3, false);
 
     fake.reply.stopReason = '###';
@@ -170,13 +172,13 @@ describe('POST /v1/messages (issue 25)', () => {
     stream.on('text', (delta) => (text += delta));
     const final = await stream.finalMessage();
 
-    expect(text).toBe('The quick brown fox jumps.');
+    expect(text).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(final).toMatchObject({
       type: 'message', role: 'assistant', model: MODEL.id, stop_reason: 'end_turn',
-      content: [{ type: 'text', text: 'The quick brown fox jumps.' }],
+      content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }],
       usage: { input_tokens: 11, output_tokens: 5 },
     });
-    expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_tokens: 100 });
+    expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_completion_tokens: 100 });
     await expectCharged(accountId, 11, 5, true);
   });
 
@@ -195,11 +197,95 @@ describe('POST /v1/messages (issue 25)', () => {
     // message_start carries the gateway's own count of the prompt; message_delta the upstream's figures.
     expect(events[0].data.message.usage.input_tokens).toBeGreaterThan(0);
     expect(events[1].data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-    expect(events.filter((e) => e.data.type === 'content_block_delta').map((e) => e.data.delta.text).join('')).toBe('The quick brown fox jumps.');
+    expect(events.filter((e) => e.data.type === 'content_block_delta').map((e) => e.data.delta.text).join('')).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(events.at(-2)!.data).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
       usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    });
+  });
+
+  describe('a tool call whose arguments are not a JSON object (issue 31)', () => {
+    const BROKEN_CALLS = [
+      { id: 'call_broken_1', name: 'get_weather', arguments: '{"city": "Par' },
+      { id: 'call_broken_2', name: 'get_weather', arguments: '["Paris"]' },
+    ];
+    /** The gateway's warning lines (pino's arguments), captured from its root logger. */
+    let warnings: unknown[][];
+    let restoreLogger: () => void;
+
+    beforeEach(() => {
+      const logger = gw.app.get<Logger>(ROOT_LOGGER);
+      const level = logger.level;
+      logger.level = 'warn';
+      warnings = [];
+      const spy = jest.spyOn(logger, 'warn').mockImplementation(((...args: unknown[]) => void warnings.push(args)) as never);
+      restoreLogger = () => {
+        spy.mockRestore();
+        logger.level = level;
+      };
+    });
+    afterEach(() => restoreLogger());
+
+    const malformedCounted = async (): Promise<number> => {
+      const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+      const match = new RegExp(`^gateway_upstream_malformed_tool_arguments_total\\{endpoint="/v1/messages",model="${MODEL.id}"\\} (\\d+)$`, 'm').exec(text);
+      return match ? Number(match[1]) : 0;
+    };
+    const toolWarnings = () => warnings.filter((args) => typeof args[1] === 'string' && /tool call/.test(args[1]));
+
+    it('answers a valid Message (input {}), counts each call in the metrics and logs a warning with the request id and model, not the arguments', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [...BROKEN_CALLS, WEATHER_CALL];
+      const before = await malformedCounted();
+      const { data: message, response } = await anthropic(gw, key)
+        .messages.create({ model: MODEL.id, max_tokens: 100, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] })
+        .withResponse();
+
+      expect(message.stop_reason).toBe('tool_use');
+      expect(message.content).toEqual([
+        { type: 'tool_use', id: 'call_broken_1', name: 'get_weather', input: {} },
+        { type: 'tool_use', id: 'call_broken_2', name: 'get_weather', input: {} },
+        { type: 'tool_use', id: WEATHER_CALL.id, name: 'get_weather', input: { city: 'Paris' } },
+      ]);
+      expect(await malformedCounted()).toBe(before + 2);
+      const requestId = response.headers.get('x-request-id');
+      expect(requestId).toBeTruthy();
+      expect(toolWarnings()).toEqual([[expect.objectContaining({ requestId, model: MODEL.id, context: 'Messages' }), expect.stringContaining(requestId!)]]);
+      const line = JSON.stringify(toolWarnings());
+      expect(line).toContain('2 tool call(s)');
+      expect(line).not.toContain('Par');
+      await expectCharged(accountId, 11, 5, false);
+    });
+
+    it('counts and logs them in a stream too, where the deltas are relayed as sent', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [BROKEN_CALLS[0], WEATHER_CALL];
+      const before = await malformedCounted();
+      const res = await postMessages(gw, key, { model: MODEL.id, max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] });
+      const events = parseNamedEvents(await res.text());
+
+      expect(res.status).toBe(200);
+      expect(events.map((e) => e.event).at(-1)).toBe('message_stop');
+      const partial = events.filter((e) => e.event === 'content_block_delta').map((e) => (e.data as { delta: { partial_json?: string } }).delta.partial_json);
+      expect(partial.join('')).toBe(`${BROKEN_CALLS[0].arguments}${WEATHER_CALL.arguments}`);
+      expect(await malformedCounted()).toBe(before + 1);
+      const requestId = res.headers.get('x-request-id');
+      expect(toolWarnings()).toEqual([[expect.objectContaining({ requestId, model: MODEL.id }), expect.stringContaining('1 tool call(s)')]]);
+    });
+
+    it('counts nothing for well-formed arguments, nor for a tool call without any', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.toolCalls = [WEATHER_CALL, { id: 'call_none', name: 'get_weather', arguments: '' }];
+      const before = await malformedCounted();
+      const message = await anthropic(gw, key).messages.create({ model: MODEL.id, max_tokens: 100, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] });
+
+      expect(message.content).toEqual([
+        { type: 'tool_use', id: WEATHER_CALL.id, name: 'get_weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'call_none', name: 'get_weather', input: {} },
+      ]);
+      expect(await malformedCounted()).toBe(before);
+      expect(toolWarnings()).toEqual([]);
     });
   });
 
@@ -277,9 +363,9 @@ describe('POST /v1/messages (issue 25)', () => {
     } as Anthropic.MessageStreamParams);
     const final = await stream.finalMessage();
 
-    expect(final).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'The quick brown fox jumps.' }] });
+    expect(final).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }] });
     expect(fake.requests[0].body.tools).toHaveLength(16);
-    expect(fake.requests[0].body).toMatchObject({ stream: true, max_tokens: 32000, user: 'user_abc_account__session_123' });
+    expect(fake.requests[0].body).toMatchObject({ stream: true, max_completion_tokens: 32000, user: 'user_abc_account__session_123' });
     expect(fake.requests[0].body).not.toHaveProperty('thinking');
     expect(fake.requests[0].body).not.toHaveProperty('context_management');
     await expectCharged(accountId, 11, 5, true, 10_000_000n);

@@ -22,7 +22,7 @@ describe('POST /v1/responses (issue 18)', () => {
   beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
-    fake.reply = { content: 'The quick brown fox jumps.', promptTokens: 11, completionTokens: 5 };
+    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 };
   });
 
   /** The account's single charge equals usage × price, and its usage record says /v1/responses. */
@@ -47,9 +47,9 @@ describe('POST /v1/responses (issue 18)', () => {
     expectValidAgainst('Response', response);
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: MODEL.id, error: null, incomplete_details: null });
     expect(response.id).toMatch(/^resp_[0-9a-f]{48}$/);
-    expect(response.output_text).toBe('The quick brown fox jumps.');
+    expect(response.output_text).toBe('Thé quick brówn 狐 jumps🦊.');
     expect(response.output).toEqual([
-      expect.objectContaining({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'The quick brown fox jumps.', annotations: [], logprobs: [] }] }),
+      expect.objectContaining({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Thé quick brówn 狐 jumps🦊.', annotations: [], logprobs: [] }] }),
     ]);
     expect(response.usage).toMatchObject({ input_tokens: 11, output_tokens: 5, total_tokens: 16 });
     expect(fake.requests).toHaveLength(1);
@@ -88,7 +88,7 @@ describe('POST /v1/responses (issue 18)', () => {
         { role: 'assistant', content: 'A pixel.' },
         { role: 'user', content: 'And now?' },
       ],
-      max_tokens: 100,
+      max_completion_tokens: 100,
       temperature: 0.5,
       top_p: 0.9,
       user: 'user-7',
@@ -153,8 +153,8 @@ describe('POST /v1/responses (issue 18)', () => {
 
     expectValidAgainst('Response', response);
     expect(response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, max_output_tokens: 3 });
-    expect(response.output_text).toBe('The quick brown');
-    expect(fake.requests[0].body.max_tokens).toBe(3);
+    expect(response.output_text).toBe('Thé quick brówn');
+    expect(fake.requests[0].body.max_completion_tokens).toBe(3);
     await expectCharged(accountId, 11, 3, false);
   });
 
@@ -165,10 +165,10 @@ describe('POST /v1/responses (issue 18)', () => {
     stream.on('response.output_text.delta', (event) => (text += event.delta));
     const final = await stream.finalResponse();
 
-    expect(text).toBe('The quick brown fox jumps.');
+    expect(text).toBe('Thé quick brówn 狐 jumps🦊.');
     expectValidAgainst('Response', final);
     expect(final).toMatchObject({ status: 'completed', model: MODEL.id, usage: { input_tokens: 11, output_tokens: 5, total_tokens: 16 } });
-    expect(final.output).toEqual([expect.objectContaining({ type: 'message', status: 'completed', content: [expect.objectContaining({ text: 'The quick brown fox jumps.' })] })]);
+    expect(final.output).toEqual([expect.objectContaining({ type: 'message', status: 'completed', content: [expect.objectContaining({ text: 'Thé quick brówn 狐 jumps🦊.' })] })]);
     expect(fake.requests[0].body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     await expectCharged(accountId, 11, 5, true);
   });
@@ -185,10 +185,10 @@ describe('POST /v1/responses (issue 18)', () => {
       expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
       expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
       expect(types.slice(4, -4).every((t) => t === 'response.output_text.delta')).toBe(true);
-      expect(list.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('The quick brown fox jumps.');
+      expect(list.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('Thé quick brówn 狐 jumps🦊.');
       const completed = list.at(-1).response;
       expect(completed).toMatchObject({ status: 'completed', usage: { input_tokens: 11, output_tokens: 5 } });
-      expect(completed.output[0].content[0].text).toBe('The quick brown fox jumps.');
+      expect(completed.output[0].content[0].text).toBe('Thé quick brówn 狐 jumps🦊.');
       expect(list[0].response.id).toBe(completed.id);
     }
   });
@@ -197,7 +197,7 @@ describe('POST /v1/responses (issue 18)', () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     fake.reply.refusal = true;
     const answer = await sdk(gw, key).responses.create({ model: MODEL.id, input: 'Something refused.' });
-    expect(answer.output).toEqual([expect.objectContaining({ type: 'message', content: [{ type: 'refusal', refusal: 'The quick brown fox jumps.' }] })]);
+    expect(answer.output).toEqual([expect.objectContaining({ type: 'message', content: [{ type: 'refusal', refusal: 'Thé quick brówn 狐 jumps🦊.' }] })]);
 
     const events = parseNamedEvents(await (await postResponses(gw, key, { model: MODEL.id, input: 'Something refused.', stream: true })).text());
     expectValidStream(events);
@@ -206,9 +206,9 @@ describe('POST /v1/responses (issue 18)', () => {
     expect(types.slice(-4)).toEqual(['response.refusal.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
     expect(types.slice(4, -4).every((t) => t === 'response.refusal.delta')).toBe(true);
     expect(events[3].data.part).toEqual({ type: 'refusal', refusal: '' });
-    expect(events.filter((e) => e.data.type === 'response.refusal.delta').map((e) => e.data.delta).join('')).toBe('The quick brown fox jumps.');
-    expect(events.at(-4)!.data.refusal).toBe('The quick brown fox jumps.');
-    expect(events.at(-1)!.data.response.output[0].content).toEqual([{ type: 'refusal', refusal: 'The quick brown fox jumps.' }]);
+    expect(events.filter((e) => e.data.type === 'response.refusal.delta').map((e) => e.data.delta).join('')).toBe('Thé quick brówn 狐 jumps🦊.');
+    expect(events.at(-4)!.data.refusal).toBe('Thé quick brówn 狐 jumps🦊.');
+    expect(events.at(-1)!.data.response.output[0].content).toEqual([{ type: 'refusal', refusal: 'Thé quick brówn 狐 jumps🦊.' }]);
     const rows = await waitForUsageRows(db, accountId, 2);
     expect(rows.map((r) => r.cost_micros)).toEqual([String(costMicros(MODEL, 11, 5)), String(costMicros(MODEL, 11, 5))]);
   });

@@ -1,5 +1,5 @@
 import { costMicros, moneyOf, parseSseData, postChat, sdk, waitForUsageRows } from './support/chat-support';
-import { FailureMode } from './support/fake-upstream';
+import { FailureMode, RateLimitKind } from './support/fake-upstream';
 import { callsTo, deploymentColumns, RoutedModel, useRoutingGateway } from './support/routing-support';
 
 const price = { input: 2, output: 100, maxOutput: 4096 };
@@ -26,15 +26,18 @@ describe('upstream routing over several deployments', () => {
     expect(share).toBeLessThan(0.8);
   }, 60_000);
 
-  it.each<[string, FailureMode]>([
-    ['answers 500', 'status500'],
-    ['answers 429', 'status429'],
-    ['hangs past its request timeout', 'hang'],
-    ['resets the connection before answering', 'reset'],
-  ])('retries elsewhere when a deployment %s: 200, the serving attempt charged, the failed one not', async (_name, mode) => {
+  it.each<[string, FailureMode, RateLimitKind | undefined]>([
+    ['answers 500', 'status500', undefined],
+    ['answers 429 on requests', 'status429', 'requests'],
+    ['answers 429 on tokens', 'status429', 'tokens'],
+    ['answers 429 insufficient_quota', 'status429', 'insufficient_quota'],
+    ['hangs past its request timeout', 'hang', undefined],
+    ['resets the connection before answering', 'reset', undefined],
+  ])('retries elsewhere when a deployment %s: 200, the serving attempt charged, the failed one not', async (_name, mode, rateLimit) => {
     const { a, b, gw, admin, db } = suite;
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     a.failureByModel['fo-a'] = mode;
+    if (rateLimit) a.rateLimit = rateLimit;
     b.reply = { content: 'Served by b.', promptTokens: 30, completionTokens: 3 };
     const answer = await sdk(gw, key).chat.completions.create({ model: FAILOVER.id, ...hi });
     expect(answer.choices[0].message.content).toBe('Served by b.');

@@ -4,8 +4,9 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { ThrottlerException } from '@nestjs/throttler';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountThrottlerGuard } from './account-throttler.guard';
+import { BurstStoreUnavailable } from './burst-store-unavailable';
 import { FixedWindowRedisStorage } from './fixed-window-redis-storage';
-import { FixedWindowMemoryStorage } from './fixed-window-storage';
+import { FixedWindowMemoryStorage, ThrottlerStorageRecord } from './fixed-window-storage';
 
 class ChatControllerStub {
   create(): void {}
@@ -13,6 +14,15 @@ class ChatControllerStub {
 
 class MessagesControllerStub {
   create(): void {}
+}
+
+/** A storage with a bug of ours: it reads a window that it never stored (a TypeError, as a real slip would throw). */
+class StorageWithABug extends FixedWindowMemoryStorage {
+  async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
+    const forgotten = new Map<string, { hits: number }>();
+    forgotten.get(key)!.hits++;
+    return super.increment(key, ttl, limit);
+  }
 }
 
 function context(accountId: string, ip = '203.0.113.7', controller: typeof ChatControllerStub | typeof MessagesControllerStub = ChatControllerStub) {
@@ -95,8 +105,47 @@ describe(AccountThrottlerGuard.name, () => {
     try {
       for (let i = 0; i < 3; i++) await expect(guard.canActivate(context('acc-1').ctx)).resolves.toBe(true);
       expect(failures).toBe(3);
+      // What the guard recognises: the store's own failure type, whatever the cause.
+      await expect(unreachable.increment('k', 1000, 1)).rejects.toBeInstanceOf(BurstStoreUnavailable);
     } finally {
       unreachable.onApplicationShutdown();
+    }
+  });
+
+  it('lets a request through when Redis answers the hit with an error (a reply error is the store failing)', async () => {
+    const redisUrl = process.env.REDIS_URL;
+    if (!redisUrl) throw new Error('REDIS_URL must name the test Redis');
+    let failures = 0;
+    const metrics = { burstLimitStoreFailed: () => failures++ } as unknown as MetricsService;
+    const store = new FixedWindowRedisStorage(redisUrl, metrics);
+    await store.onModuleInit();
+    const accountId = `acc-wrongtype-${process.pid}-${Date.now()}`;
+    const key = `burst:chat:default:account:${accountId}`;
+    // A key of the wrong type: the script's INCR fails in Redis (WRONGTYPE), as OOM or READONLY would.
+    await store.redis.sadd(key, 'x');
+    const guard = new AccountThrottlerGuard({ throttlers: [{ name: 'default', limit: 1, ttl: 1000 }] }, store, new Reflector());
+    await guard.onModuleInit();
+    try {
+      await expect(guard.canActivate(context(accountId).ctx)).resolves.toBe(true);
+      expect(failures).toBe(1);
+      await expect(store.increment(`chat:default:account:${accountId}`, 1000, 1)).rejects.toMatchObject({
+        name: BurstStoreUnavailable.name,
+        cause: expect.objectContaining({ message: expect.stringMatching(/WRONGTYPE/) }),
+      });
+    } finally {
+      await store.redis.del(key);
+      store.onApplicationShutdown();
+    }
+  });
+
+  it('does not swallow a bug of ours: an error other than the store failing reaches the exception filter', async () => {
+    const buggy = new StorageWithABug();
+    const guard = new AccountThrottlerGuard({ throttlers: [{ name: 'default', limit: 2, ttl: 60_000 }] }, buggy, new Reflector());
+    await guard.onModuleInit();
+    try {
+      await expect(guard.canActivate(context('acc-1').ctx)).rejects.toBeInstanceOf(TypeError);
+    } finally {
+      buggy.onApplicationShutdown();
     }
   });
 

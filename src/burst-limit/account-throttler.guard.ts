@@ -1,6 +1,7 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
-import { ThrottlerException, ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
+import { ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { BurstStoreUnavailable } from './burst-store-unavailable';
 
 /**
  * The per-account chat burst limit (limits.chat_burst). Runs after the global ApiKeyGuard, so the
@@ -25,15 +26,18 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
   }
 
   /**
-   * A counter store outage (Redis down or hung) lets requests through rather than failing every chat call.
-   * The storage decides when Redis is away (its RedisBreaker), and counts and logs that, not once per request here.
+   * A counter store outage (Redis down or hung: BurstStoreUnavailable) lets requests through rather than
+   * failing every chat call. The storage decides when Redis is away (its RedisBreaker), and counts and logs
+   * that, not once per request here. Anything else (a refusal over the limit, a bug of ours) goes on to the
+   * exception filter: a bug is a 500 internal_error, logged with the request id and counted, never a limit
+   * silently lifted.
    */
   protected async handleRequest(requestProps: ThrottlerRequest): Promise<boolean> {
     try {
       return await super.handleRequest(requestProps);
     } catch (err) {
-      if (err instanceof ThrottlerException) throw err;
-      return true;
+      if (err instanceof BurstStoreUnavailable) return true;
+      throw err;
     }
   }
 }

@@ -2,6 +2,7 @@ import { OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import Redis from 'ioredis';
 import { MetricsService } from '../metrics/metrics.service';
+import { BurstStoreUnavailable } from './burst-store-unavailable';
 import { fixedWindowRecord, ThrottlerStorageRecord } from './fixed-window-storage';
 import { RedisBreaker } from './redis-breaker';
 
@@ -35,7 +36,7 @@ return {hits, ttl}`;
 type BurstRedis = Redis & { burstHit(key: string, ttlMs: number): Promise<[number, number]> };
 
 /** Thrown while the breaker is open, without a call to Redis; AccountThrottlerGuard lets the request through. */
-const BREAKER_OPEN = new Error('Redis for burst-limit counters is unavailable (breaker open)');
+const BREAKER_OPEN = new BurstStoreUnavailable('Redis for burst-limit counters is unavailable (breaker open)');
 
 /** The counters in Redis (REDIS_URL), shared by every replica. Owns its connection. */
 export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, OnApplicationShutdown {
@@ -91,15 +92,20 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
       if (!this.breaker.isOpen) this.breaker.open(new Error(`no connection to Redis (${this.redis.status})`));
       throw BREAKER_OPEN;
     }
+    // Outside the try: a command that cannot even be sent (a bug of ours) is not a Redis failure.
+    const command = this.redis.burstHit(`burst:${key}`, ttl);
+    let answer: [number, number];
     try {
-      const [hits, msLeft] = await answerWithin(this.redis.burstHit(`burst:${key}`, ttl), COMMAND_TIMEOUT_MS);
-      this.breaker.succeeded();
-      return fixedWindowRecord(hits, msLeft, limit);
+      answer = await answerWithin(command, COMMAND_TIMEOUT_MS);
     } catch (err) {
+      // Whatever the client rejects with (connection lost, a reply error such as OOM or READONLY, our timeout) is Redis's.
       this.letThrough();
       this.breaker.failed(err as Error);
-      throw err;
+      throw new BurstStoreUnavailable(`Redis for burst-limit counters failed: ${(err as Error).message}`, { cause: err });
     }
+    this.breaker.succeeded();
+    const [hits, msLeft] = answer;
+    return fixedWindowRecord(hits, msLeft, limit);
   }
 
   onApplicationShutdown(): void {

@@ -122,8 +122,9 @@ export class ChatService {
 
   private upstreamBody(chat: ChatRequest, reservation: Reservation): ChatRequestBody {
     const body: ChatRequestBody = { ...chat.body, model: chat.model.upstream_model };
-    // The allowance was cut to what the account affords: the upstream must not produce more.
-    if (reservation.capped) body.max_tokens = reservation.outputAllowance;
+    // The allowance was cut to what the account affords: the upstream must not produce more. In OpenAI's
+    // current field: its reasoning models refuse max_tokens (a provider's output_limit_field renames it).
+    if (reservation.capped) body.max_completion_tokens = reservation.outputAllowance;
     if (chat.stream) {
       const options = typeof body.stream_options === 'object' && body.stream_options !== null ? body.stream_options : {};
       body.stream_options = { ...options, include_usage: true };

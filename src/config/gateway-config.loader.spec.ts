@@ -63,6 +63,7 @@ describe('validateGatewayConfig', () => {
     ['an api_key_env that is not a variable name', (r) => (r.providers.openai.api_key_env = 'sk-123 456'), 'providers.openai.api_key_env'],
     ['a zero connect timeout', (r) => (r.providers.openai.timeouts = { connect_ms: 0 }), 'providers.openai.timeouts.connect_ms'],
     ['a string request timeout', (r) => (r.providers.openai.timeouts = { request_ms: '60s' }), 'providers.openai.timeouts.request_ms'],
+    ['an output_limit_field OpenAI has no such field for', (r) => (r.providers.openai.output_limit_field = 'max_output_tokens'), 'providers.openai.output_limit_field'],
     ['a negative price', (r) => (r.catalog[0].input_price_per_million = -1), 'catalog[0].input_price_per_million'],
     ['a chat model without an output price', (r) => delete r.catalog[0].output_price_per_million, 'catalog[0].output_price_per_million'],
     ['a fractional max_output_tokens', (r) => (r.catalog[0].max_output_tokens = 10.5), 'catalog[0].max_output_tokens'],

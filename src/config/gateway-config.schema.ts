@@ -22,6 +22,9 @@ import {
 
 export const PROVIDER_TYPES = ['openai-compatible', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
+/** OpenAI's current output-limit field, and the older one that reasoning models refuse but some servers alone know. */
+export const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
+export type OutputLimitField = (typeof OUTPUT_LIMIT_FIELDS)[number];
 export const MODEL_KINDS = ['chat', 'transcription', 'speech'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
@@ -54,6 +57,15 @@ export class ProviderConfig {
 
   /** Connections kept alive per upstream origin. */
   @IsInt() @Min(1) max_connections = 256;
+
+  /**
+   * The one field this server takes an output limit in (openai-compatible): every limit is sent in it, whichever
+   * field the client or the gateway wrote. Unset: the client's own field, and max_completion_tokens for the
+   * gateway's own limits (docs/configuration.md, "Output limits").
+   */
+  @ValidateIf((p: ProviderConfig) => p.output_limit_field !== undefined)
+  @IsIn(OUTPUT_LIMIT_FIELDS)
+  output_limit_field?: OutputLimitField;
 }
 
 /** One upstream serving a catalog model, when the model lists several (docs/configuration.md, "deployments"). */

@@ -56,14 +56,24 @@ export function emptyUsage(inputTokens = 0): MessageUsage {
   return { input_tokens: inputTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 };
 }
 
-/** The arguments of a chat tool call as a tool_use block's `input` (an object; arguments that are not one count as none). */
-export function toolInput(args: unknown): Record<string, unknown> {
-  if (typeof args !== 'string' || args.trim() === '') return {};
+/**
+ * The arguments of a chat tool call as a tool_use block's `input`, which must be an object; none (absent or
+ * empty) is `{}`. Null when the upstream sent arguments that are not a JSON object: the caller answers `{}`
+ * and reports it (MalformedToolArguments), as a client cannot tell an empty input from a broken one.
+ */
+export function toolInput(args: unknown): Record<string, unknown> | null {
+  if (args === undefined || args === null || (typeof args === 'string' && args.trim() === '')) return {};
+  if (typeof args !== 'string') return null;
+  return jsonObjectOrNull(args);
+}
+
+/** `text` parsed, when it is a JSON object; null otherwise. */
+export function jsonObjectOrNull(text: string): Record<string, unknown> | null {
   try {
-    const parsed: unknown = JSON.parse(args);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
   } catch {
-    return {};
+    return null;
   }
 }
 
@@ -72,8 +82,11 @@ interface ChatToolCall {
   function?: { name?: unknown; arguments?: unknown };
 }
 
-/** A non-streamed chat.completion (its first choice) as the Message it answers. */
-export function messageFromCompletion(model: string, completion: Record<string, unknown>): Record<string, unknown> {
+/**
+ * A non-streamed chat.completion (its first choice) as the Message it answers. `malformedToolCalls`: how
+ * many tool calls had arguments that were not a JSON object (answered with input `{}`), for the caller to report.
+ */
+export function messageFromCompletion(model: string, completion: Record<string, unknown>): { message: Record<string, unknown>; malformedToolCalls: number } {
   const choice = (Array.isArray(completion.choices) ? completion.choices[0] : undefined) as
     | { message?: Record<string, unknown>; finish_reason?: unknown; stop_reason?: unknown }
     | undefined;
@@ -82,15 +95,18 @@ export function messageFromCompletion(model: string, completion: Record<string, 
   const text = [message.content, message.refusal].filter((part): part is string => typeof part === 'string' && part !== '').join('');
   if (text !== '') content.push({ type: 'text', text });
   const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as ChatToolCall[]) : [];
+  let malformedToolCalls = 0;
   for (const call of calls) {
+    const input = toolInput(call?.function?.arguments);
+    if (!input) malformedToolCalls++;
     content.push({
       type: 'tool_use',
       id: typeof call?.id === 'string' && call.id !== '' ? call.id : newId('toolu'),
       name: String(call?.function?.name ?? ''),
-      input: toolInput(call?.function?.arguments),
+      input: input ?? {},
     });
   }
-  return {
+  const answer = {
     id: newId('msg'),
     type: 'message',
     role: 'assistant',
@@ -99,4 +115,5 @@ export function messageFromCompletion(model: string, completion: Record<string, 
     ...stopOf(choice),
     usage: messageUsage(completion.usage) ?? emptyUsage(),
   };
+  return { message: answer, malformedToolCalls };
 }

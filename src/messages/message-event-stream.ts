@@ -1,10 +1,10 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
-import { emptyUsage, messageUsage, newId, stopOf } from './message-body';
+import { emptyUsage, jsonObjectOrNull, messageUsage, newId, stopOf } from './message-body';
 
-/** The content block being written: text, or a tool call's input as JSON text. */
-type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: unknown; callId: string };
+/** The content block being written: text, or a tool call's input as JSON text (`args`: what was relayed of it). */
+type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: unknown; callId: string; args: string };
 
 interface ChunkChoice {
   delta?: { content?: unknown; refusal?: unknown; tool_calls?: unknown };
@@ -34,11 +34,18 @@ export class MessageEventStream implements ChatStreamSink {
   /** Writes started by the current `send`, which waits for them (backpressure). */
   private readonly writes: Promise<void>[] = [];
 
-  /** `promptTokens`: the gateway's own count of the prompt, for message_start (the upstream's comes at the end). */
+  /** Tool calls whose relayed arguments were not a JSON object, once the stream is over. */
+  private malformedToolCalls = 0;
+
+  /**
+   * `promptTokens`: the gateway's own count of the prompt, for message_start (the upstream's comes at the end).
+   * `onMalformedToolArguments`: told at the end how many tool calls had arguments that were not a JSON object.
+   */
   constructor(
     private readonly sse: SseWriter,
     private readonly model: string,
     private readonly promptTokens: number,
+    private readonly onMalformedToolArguments: (calls: number) => void = () => undefined,
   ) {}
 
   get hasStarted(): boolean {
@@ -61,6 +68,7 @@ export class MessageEventStream implements ChatStreamSink {
   finish(): void {
     this.startOnce();
     this.closeOpenBlock();
+    if (this.malformedToolCalls > 0) this.onMalformedToolArguments(this.malformedToolCalls);
     const usage = messageUsage(this.usage) ?? emptyUsage(this.promptTokens);
     this.emit('message_delta', { delta: stopOf(this.end), usage });
     this.emit('message_stop', {});
@@ -103,10 +111,11 @@ export class MessageEventStream implements ChatStreamSink {
     if (this.open?.kind !== 'tool_use' || isNewCall(delta, this.open)) {
       const callId = typeof delta.id === 'string' && delta.id !== '' ? delta.id : newId('toolu');
       const name = typeof delta.function?.name === 'string' ? delta.function.name : '';
-      this.openBlock({ kind: 'tool_use', index: this.blocks, chatIndex: delta.index, callId }, { type: 'tool_use', id: callId, name, input: {} });
+      this.openBlock({ kind: 'tool_use', index: this.blocks, chatIndex: delta.index, callId, args: '' }, { type: 'tool_use', id: callId, name, input: {} });
     }
     const args = delta.function?.arguments;
     if (typeof args === 'string' && args !== '') {
+      (this.open as { args: string }).args += args;
       this.emit('content_block_delta', { index: this.open!.index, delta: { type: 'input_json_delta', partial_json: args } });
     }
   }
@@ -124,6 +133,8 @@ export class MessageEventStream implements ChatStreamSink {
 
   private closeOpenBlock(): void {
     if (!this.open) return;
+    // Relayed as it came (the deltas are out already); counted, so that a broken upstream is seen.
+    if (this.open.kind === 'tool_use' && this.open.args.trim() !== '' && !jsonObjectOrNull(this.open.args)) this.malformedToolCalls++;
     this.emit('content_block_stop', { index: this.open.index });
     this.open = null;
   }

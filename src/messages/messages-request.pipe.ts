@@ -34,7 +34,7 @@ export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> 
     const tools = chatTools(fields.tools);
     setPresent(chatBody, {
       stream: checked.stream === true ? true : undefined,
-      max_tokens: checked.max_tokens,
+      max_completion_tokens: checked.max_tokens,
       temperature: checked.temperature,
       top_p: checked.top_p,
       stop: chatStop(fields.stop_sequences),

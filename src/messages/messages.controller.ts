@@ -14,6 +14,7 @@ import { json } from '../openapi/schemas';
 import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
 import { countTokensAnswer, countTokensBody, createMessageBody } from './dto/messages.schema';
+import { MalformedToolArguments } from './malformed-tool-arguments';
 import { messageFromCompletion } from './message-body';
 import { MessageEventStream } from './message-event-stream';
 import { promptTokens } from './message-tokens';
@@ -28,7 +29,10 @@ const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {t
 @Controller('v1/messages')
 @AcceptsXApiKey()
 export class MessagesController {
-  constructor(private readonly chat: ChatService) {}
+  constructor(
+    private readonly chat: ChatService,
+    private readonly malformedToolArguments: MalformedToolArguments,
+  ) {}
 
   @Post()
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
@@ -48,10 +52,14 @@ export class MessagesController {
     const call = chatCall('/v1/messages', req, res, meter, chat);
     if (chat.stream) {
       const prompt = await promptTokens(chat.body.messages, chat.body.tools as unknown[] | undefined);
-      return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt));
+      const onMalformed = (calls: number) =>
+        this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, calls, 'relayed as sent (streamed input_json_delta)');
+      return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt, onMalformed));
     }
     const answer = await this.chat.answer(call);
-    res.status(200).json(messageFromCompletion(chat.model.id, answer.body));
+    const { message, malformedToolCalls } = messageFromCompletion(chat.model.id, answer.body);
+    res.status(200).json(message);
+    this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, malformedToolCalls, 'answered with input {}');
     await answer.charge();
   }
 

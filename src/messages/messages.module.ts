@@ -1,14 +1,16 @@
 import { Module } from '@nestjs/common';
 import { BurstLimitModule } from '../burst-limit/burst-limit.module';
 import { ChatModule } from '../chat/chat.module';
+import { MetricsModule } from '../metrics/metrics.module';
 import { ModelsModule } from '../models/models.module';
+import { MalformedToolArguments } from './malformed-tool-arguments';
 import { CountTokensRequestPipe, MessagesRequestPipe } from './messages-request.pipe';
 import { MessagesController } from './messages.controller';
 
 /** POST /v1/messages over chat: ChatService holds, calls the upstream and charges; the pipes and the event stream translate. */
 @Module({
-  imports: [ChatModule, BurstLimitModule, ModelsModule],
+  imports: [ChatModule, BurstLimitModule, ModelsModule, MetricsModule],
   controllers: [MessagesController],
-  providers: [MessagesRequestPipe, CountTokensRequestPipe],
+  providers: [MessagesRequestPipe, CountTokensRequestPipe, MalformedToolArguments],
 })
 export class MessagesModule {}

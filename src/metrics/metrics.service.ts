@@ -104,6 +104,12 @@ export class MetricsService {
     help: 'Chat requests let through because the burst-limit counter store (Redis) failed or was unreachable.',
     registers: [this.registry],
   });
+  private readonly malformedToolArguments = new Counter({
+    name: 'gateway_upstream_malformed_tool_arguments_total',
+    help: 'Tool calls from an upstream whose arguments were not a JSON object, by endpoint and catalog model.',
+    labelNames: ['endpoint', 'model'] as const,
+    registers: [this.registry],
+  });
 
   private readonly pendingWrites = new Gauge({
     name: 'gateway_pending_writes',
@@ -182,6 +188,11 @@ export class MetricsService {
   /** One chat request let through unlimited because the burst-limit store failed. */
   burstLimitStoreFailed(): void {
     this.burstLimitStoreFailures.inc();
+  }
+
+  /** Tool calls from an upstream whose arguments were not a JSON object (never their content: it may hold user data). */
+  upstreamToolArgumentsMalformed(endpoint: string, model: string, calls: number): void {
+    this.malformedToolArguments.inc({ endpoint: endpointLabel(endpoint), model: this.modelLabel(model) }, calls);
   }
 
   setPendingWrites(count: number): void {

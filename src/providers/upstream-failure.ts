@@ -8,7 +8,7 @@ import { ErrorCode, GatewayError } from '../errors';
 export type UpstreamFailureKind =
   | 'unreachable' // connection refused, DNS failure, connect timeout
   | 'timeout' // no answer (or a silent stream) within timeouts.request_ms
-  | 'server_error' // upstream 5xx
+  | 'server_error' // upstream 5xx, or a 429 insufficient_quota (the deployment's account is out of quota)
   | 'bad_response' // malformed body, broken or reset connection mid-answer
   | 'rejected' // upstream 4xx: its status and message pass through
   | 'engine_missing'; // local provider: a required binary (ffmpeg, espeak-ng, pocketsphinx) is not installed

@@ -56,7 +56,7 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
     const reasoningEffort = isJsonObject(fields.reasoning) ? fields.reasoning.effort : undefined;
     setPresent(chatBody, {
       stream: checked.stream === true ? true : undefined,
-      max_tokens: checked.max_output_tokens,
+      max_completion_tokens: checked.max_output_tokens,
       temperature: checked.temperature,
       top_p: checked.top_p,
       user: checked.user,

@@ -1,5 +1,6 @@
 import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
-import { chargedAmong, moneyInvariantViolations, waitUntilChargedExactlyOnce } from '../support/fault-money';
+import { FAULT_MODEL } from '../support/fault-models';
+import { chargedAmong, holdBoundMicros, moneyInvariantViolations, otherChargesOutside, servedCostMicros, waitUntilChargedExactlyOnce } from '../support/fault-money';
 import { firstNormalChatAt, Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
 /**
@@ -23,19 +24,21 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
    * A funded account whose key every replica has cached (GET /v1/models) and used for chat; with
    * `keyLimitUsd`, a key of its own monthly limit (it holds in a budget lease of its own: docs/billing.md, "Key limits").
    */
-  async function warmAccount(keyLimitUsd?: number): Promise<{ accountId: string; key: string }> {
+  async function warmAccount(keyLimitUsd?: number): Promise<{ accountId: string; key: string; warmed: Outcome[] }> {
     const account = await cluster.admin.createAccount({ creditsUsd: 50, monthlyLimitUsd: 40 });
     if (keyLimitUsd !== undefined) {
       const limited = await cluster.admin.request('POST', `/accounts/${account.accountId}/keys`, { name: 'limited', monthly_limit_usd: keyLimitUsd });
       expect(limited.status).toBe(201);
       account.key = limited.body.key;
     }
+    const warmed: Outcome[] = [];
     for (const g of cluster.gateways) {
       expect((await timedGet(`${g.url}/v1/models`, account.key)).status).toBe(200);
       const warm = await timedChat(g, account.key);
       expect(warm.status).toBe(200);
+      warmed.push(warm);
     }
-    return account;
+    return { ...account, warmed };
   }
 
   async function expectEveryReplicaUp(): Promise<void> {
@@ -58,8 +61,12 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
     expect({ unexpected: bad.slice(0, 5), summary: summarize(outcomes) }).toEqual({ unexpected: [], summary: summarize(outcomes) });
   }
 
-  /** After the fault: every 200 charged exactly once, no refused request charged, invariants over every account. */
-  async function expectMoneyExact(outcomes: Outcome[], faultAt = 0): Promise<void> {
+  /**
+   * After the fault: every 200 charged exactly once, the cost of the fake's tokens at the catalog prices; no
+   * refused request charged; the account's other charges (the recovery probes) within their hold;
+   * invariants over every account.
+   */
+  async function expectMoneyExact(accountId: string, outcomes: Outcome[], faultAt = 0): Promise<void> {
     const served = outcomes.filter((o) => o.status === 200).map((o) => o.requestId!);
     const refused = outcomes.filter((o) => o.status !== 200 && o.requestId).map((o) => o.requestId!);
     expect(served.every(Boolean)).toBe(true);
@@ -68,8 +75,11 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
       const o = byId.get(problem.split(':')[0])!;
       return `${problem} [${o.replica}, ${o.stream ? 'streamed' : 'JSON'}, started ${o.startedAt - faultAt} ms after the fault, took ${o.ms} ms]`;
     };
-    expect((await waitUntilChargedExactlyOnce(cluster, served)).map(when)).toEqual([]);
+    expect((await waitUntilChargedExactlyOnce(cluster, served, servedCostMicros(cluster))).map(when)).toEqual([]);
     expect(await chargedAmong(cluster, refused)).toEqual([]);
+    // The recovery probes (servesChatNormally: 'Hi', no max_tokens) are not followed one by one.
+    const probeHold = holdBoundMicros(FAULT_MODEL, [{ role: 'user', content: 'Hi' }]);
+    expect(await otherChargesOutside(cluster, accountId, served, probeHold)).toEqual([]);
     expect(await moneyInvariantViolations(cluster)).toEqual([]);
   }
 
@@ -78,7 +88,7 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
     withReplicaLogs(
       () => cluster,
       async () => {
-        const { key } = await warmAccount();
+        const { accountId, key, warmed } = await warmAccount();
         const load = startLoad(cluster.gateways, key);
         await sleep(500);
         let terminated = 0;
@@ -101,7 +111,7 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
         expect(terminated).toBeGreaterThan(0);
         await expectEveryReplicaUp();
         expectOnly200Or503(outcomes);
-        await expectMoneyExact(outcomes);
+        await expectMoneyExact(accountId, [...warmed, ...outcomes]);
       },
     ),
   );
@@ -113,7 +123,7 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
         () => cluster,
         async () => {
           // The kill -9 round runs on a key with a monthly limit of its own: its lease, settled across the fault, too.
-          const { key } = await warmAccount(fault === 'kill -9' ? 30 : undefined);
+          const { accountId, key, warmed } = await warmAccount(fault === 'kill -9' ? 30 : undefined);
           const load = startLoad(cluster.gateways, key);
           await sleep(800);
 
@@ -164,7 +174,7 @@ describe('Faults: PostgreSQL (3 gateway processes)', () => {
           expect(refusedInOutage.length).toBeGreaterThan(0);
           expect(recoveryMs.filter((ms) => ms > RECOVERY_BOUND_MS)).toEqual([]);
           expect(readyAgain.map((r) => r.status)).toEqual(cluster.gateways.map(() => 200));
-          await expectMoneyExact(outcomes, faultAt);
+          await expectMoneyExact(accountId, [...warmed, ...outcomes], faultAt);
         },
       ),
     );

@@ -1,7 +1,7 @@
 import { APIConnectionError, APIError } from 'openai';
 import type { FailureMode } from '../support/fake-upstream';
 import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
-import { chargedAmong, moneyInvariantViolations } from '../support/fault-money';
+import { chargedAmong, moneyInvariantViolations, servedCostMicros, waitUntilChargedExactlyOnce } from '../support/fault-money';
 import { BROKEN_MODEL } from '../support/fault-models';
 import { Outcome, sdkFor, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
@@ -67,6 +67,7 @@ describe('Faults: malformed upstream streams (2 gateway processes)', () => {
           expect(sdkError).toMatch(/^APIError/);
           const disturbed = otherOutcomes.filter((o) => o.status !== 200 || o.clientError || !o.content || (o.stream && !o.completedStream));
           expect({ disturbed: disturbed.slice(0, 3), summary: summarize(otherOutcomes) }).toEqual({ disturbed: [], summary: summarize(otherOutcomes) });
+          expect(await waitUntilChargedExactlyOnce(cluster, otherOutcomes.map((o) => o.requestId!), servedCostMicros(cluster))).toEqual([]);
           for (const g of cluster.gateways) {
             expect({ replica: g.name, exit: g.exit, healthz: (await timedGet(`${g.url}/healthz`)).status }).toEqual({
               replica: g.name,

@@ -1,5 +1,5 @@
 import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
-import { moneyInvariantViolations } from '../support/fault-money';
+import { chargedAmong, moneyInvariantViolations, servedCostMicros, waitUntilChargedExactlyOnce } from '../support/fault-money';
 import { TEST_ADMIN_TOKEN } from '../support/test-app';
 import { Outcome, sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
@@ -106,6 +106,11 @@ describe('Faults: Redis (2 gateway processes)', () => {
             healthz: 200,
           });
         }
+        // Let through or limited, each request served was charged once, the cost of the fake's tokens; refused ones nothing.
+        const all = [...limited, ...baseline, ...open, ...afterRestart, ...loadOutcomes];
+        const served = all.filter((o) => o.status === 200).map((o) => o.requestId!);
+        expect(await waitUntilChargedExactlyOnce(cluster, served, servedCostMicros(cluster))).toEqual([]);
+        expect(await chargedAmong(cluster, all.filter((o) => o.status !== 200 && o.requestId).map((o) => o.requestId!))).toEqual([]);
         await sleep(1500);
         expect(await moneyInvariantViolations(cluster)).toEqual([]);
       },

@@ -1,5 +1,6 @@
 import { FaultCluster, useFaultCluster, withReplicaLogs } from '../support/fault-cluster';
-import { moneyInvariantViolations, waitUntilChargedExactlyOnce } from '../support/fault-money';
+import { FAULT_MODEL } from '../support/fault-models';
+import { moneyInvariantViolations, servedCostMicros, waitUntilChargedExactlyOnce } from '../support/fault-money';
 import { sleep, startLoad, summarize, timedChat, timedGet } from '../support/fault-requests';
 
 /**
@@ -98,7 +99,8 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
         const afterA = await timedChat(survivorA, poor.key, { maxTokens: MAX_TOKENS });
         // afterA's settlement (which gives the rest of its hold back) commits a few ms after its response, and
         // another replica cannot see it before then (docs/billing.md, "Settlement after the response").
-        const afterACharge = afterA.requestId ? await waitUntilChargedExactlyOnce(cluster, [afterA.requestId], 5000) : ['afterA: no request id'];
+        const cost = servedCostMicros(cluster, FAULT_MODEL, MAX_TOKENS);
+        const afterACharge = afterA.requestId ? await waitUntilChargedExactlyOnce(cluster, [afterA.requestId], cost, 5000) : ['afterA: no request id'];
         const afterB = await timedChat(survivorB, poor.key, { maxTokens: MAX_TOKENS });
         const richOutcomes = await load.stop();
         timings.push(
@@ -116,6 +118,7 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
         expect([afterA.status, afterA.code, afterB.status, afterB.code]).toEqual([200, null, 200, null]);
         expect(afterACharge).toEqual([]);
         expect(richOutcomes.filter((o) => o.status !== 200 || o.clientError).map((o) => `${o.replica} ${o.status} ${o.code} ${o.clientError}`)).toEqual([]);
+        expect(await waitUntilChargedExactlyOnce(cluster, richOutcomes.map((o) => o.requestId!), servedCostMicros(cluster))).toEqual([]);
         for (const g of [survivorA, survivorB]) {
           expect({ replica: g.name, exit: g.exit, healthz: (await timedGet(`${g.url}/healthz`)).status }).toEqual({
             replica: g.name,
@@ -125,12 +128,12 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
         }
         // The dead replica's request went back uncharged: the account paid for the requests served by the others only.
         await sleep(1500);
-        const charged = await cluster.query<{ request_id: string }>(
-          `SELECT request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY id`,
+        const charged = await cluster.query<{ request_id: string; amount: string }>(
+          `SELECT request_id, (-amount_micros)::text AS amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY id`,
           [poor.accountId],
         );
         const served = [starvedMeanwhile, afterA, afterB].filter((o) => o.status === 200).map((o) => o.requestId);
-        expect(charged.map((c) => c.request_id).sort()).toEqual(served.sort());
+        expect(charged.map((c) => `${c.request_id}: ${c.amount}`).sort()).toEqual(served.map((id) => `${id}: ${cost}`).sort());
         expect(await moneyInvariantViolations(cluster)).toEqual([]);
       },
     ),
@@ -178,8 +181,11 @@ describe('Faults: kill -9 of a gateway (3 gateway processes)', () => {
         expect(backAt! - killedAt).toBeLessThanOrEqual(LEASE_BACK_BOUND_MS);
         expect([after.status, after.code]).toEqual([200, null]);
         await sleep(1500);
-        const charged = await cluster.query<{ request_id: string }>(`SELECT request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [rich.accountId]);
-        expect(charged.map((c) => c.request_id)).toEqual([after.requestId]);
+        const charged = await cluster.query<{ request_id: string; amount: string }>(
+          `SELECT request_id, (-amount_micros)::text AS amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+          [rich.accountId],
+        );
+        expect(charged.map((c) => `${c.request_id}: ${c.amount}`)).toEqual([`${after.requestId}: ${servedCostMicros(cluster, FAULT_MODEL, MAX_TOKENS)}`]);
         expect(await moneyInvariantViolations(cluster)).toEqual([]);
       },
     ),

@@ -1,5 +1,6 @@
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
  * A fake OpenAI-compatible upstream over real HTTP on 127.0.0.1 (base URL `fake.url`, ending in /v1):
@@ -10,7 +11,7 @@ import { AddressInfo } from 'node:net';
 export type FailureMode =
   | 'status4xx' // 400 with an OpenAI error body carrying `failureMessage`
   | 'status500'
-  | 'status429' // 429 with an OpenAI rate-limit body, and `Retry-After: retryAfterS` when that is set
+  | 'status429' // 429 with OpenAI's body of the `rateLimit` kind, and `Retry-After: retryAfterS` when that is set
   | 'malformedJson' // 200 with a body that does not parse
   | 'reset' // the socket is destroyed before any answer
   | 'hang' // never answers
@@ -24,9 +25,46 @@ export type FailureMode =
   | 'wrongContentType' // 200 text/html (an HTML page) for any request
   | 'endlessLine'; // N events (default 0), then bytes with no newline until the client goes away (cap: `endlessLineMaxBytes`)
 
+/** OpenAI's answer (400) to `max_tokens` sent to one of its reasoning models, word for word. */
+export const REASONING_MAX_TOKENS_ERROR = {
+  error: {
+    message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    type: 'invalid_request_error',
+    param: 'max_tokens',
+    code: 'unsupported_parameter',
+  },
+};
+
 /** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
 const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
+
+/**
+ * OpenAI's 429 bodies (https://platform.openai.com/docs/guides/error-codes): a rate limit on requests or on tokens
+ * (type `requests` / `tokens`, code `rate_limit_exceeded`), or a quota spent (type and code `insufficient_quota`:
+ * the organisation's credits or spending limit, not a rate; retrying does not help).
+ */
+export type RateLimitKind = 'requests' | 'tokens' | 'insufficient_quota';
+const RATE_LIMIT_BODIES: Record<RateLimitKind, { message: string; type: RateLimitKind; param: null; code: string }> = {
+  requests: {
+    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more.',
+    type: 'requests',
+    param: null,
+    code: 'rate_limit_exceeded',
+  },
+  tokens: {
+    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on tokens per min (TPM): Limit 30000, Used 28000, Requested 3082. Please try again in 2.164s. Visit https://platform.openai.com/account/rate-limits to learn more.',
+    type: 'tokens',
+    param: null,
+    code: 'rate_limit_exceeded',
+  },
+  insufficient_quota: {
+    message: 'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
+    type: 'insufficient_quota',
+    param: null,
+    code: 'insufficient_quota',
+  },
+};
 
 export interface FakeReply {
   content: string;
@@ -89,6 +127,9 @@ const SPEECH_CONTENT_TYPES: Record<string, string> = {
   pcm: 'audio/pcm',
 };
 
+/** Fakes started in this test file so far: fake k's framings are seeded from (SSE_BASE_SEED, k). */
+let fakesStarted = 0;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class FakeUpstream {
@@ -105,6 +146,8 @@ export class FakeUpstream {
   failureMessage = 'The fake upstream rejected this request.';
   /** Seconds sent as Retry-After by `status429` (none when null). */
   retryAfterS: number | null = null;
+  /** Which of OpenAI's 429 bodies `status429` sends. */
+  rateLimit: RateLimitKind = 'requests';
   /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
   faultAfterEvents: number | null = null;
   /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
@@ -115,7 +158,15 @@ export class FakeUpstream {
   failure: FailureMode | null = null;
   /** A mode for every request whose JSON body names this (upstream) model: faults that concurrent requests do not share. */
   failureByModel: Record<string, FailureMode> = {};
+  /**
+   * Upstream models that behave as OpenAI's reasoning models (o-series, GPT-5 family) do with the output limit:
+   * a chat request carrying `max_tokens` gets OpenAI's 400 (REASONING_MAX_TOKENS_ERROR); `max_completion_tokens` is served.
+   */
+  reasoningModels = new Set<string>();
   readonly requests: RecordedRequest[] = [];
+  /** How SSE answers are cut into writes (test/support/sse-framing.ts): random by default; `exact` for a test that needs one write per event. */
+  sseFraming: SseFraming = 'random';
+  private readonly sseSeed = mixSeed(SSE_BASE_SEED, ++fakesStarted);
   /** TCP connections accepted so far (a keep-alive client reuses its connections). */
   connectionsOpened = 0;
   private readonly queued: FailureMode[] = [];
@@ -145,6 +196,7 @@ export class FakeUpstream {
     this.queued.length = 0;
     this.failure = null;
     this.failureByModel = {};
+    this.reasoningModels.clear();
     this.reply = FakeUpstream.defaultReply();
     this.transcription = FakeUpstream.defaultTranscription();
     this.responseDelayMs = 0;
@@ -153,6 +205,8 @@ export class FakeUpstream {
     this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
     this.retryAfterS = null;
+    this.rateLimit = 'requests';
+    this.sseFraming = 'random';
   }
 
   aborted(): RecordedRequest[] {
@@ -213,7 +267,10 @@ export class FakeUpstream {
     }
     if (mode === 'status429') {
       if (this.retryAfterS !== null) res.setHeader('retry-after', String(this.retryAfterS));
-      return sendJson(res, 429, { error: { message: 'The fake upstream is rate limited.', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } });
+      return sendJson(res, 429, { error: RATE_LIMIT_BODIES[this.rateLimit] });
+    }
+    if (record.path === '/v1/chat/completions' && this.reasoningModels.has(String(record.body?.model)) && record.body.max_tokens !== undefined) {
+      return sendJson(res, 400, REASONING_MAX_TOKENS_ERROR);
     }
     if (mode === 'wrongContentType') {
       return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
@@ -257,7 +314,9 @@ export class FakeUpstream {
     const completion = this.completionFor(body);
     const calls = this.reply.toolCalls;
     const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
-    const usage = this.usageBlock(completion.tokens);
+    // `n` choices, each the same reply, and OpenAI bills every one: the usage counts n × its completion tokens.
+    const n = typeof body.n === 'number' && body.n >= 1 ? body.n : 1;
+    const usage = this.usageBlock(completion.tokens * n);
     const finishReason = calls ? 'tool_calls' : completion.finishReason;
     const stopReason = this.reply.stopReason !== undefined && finishReason === 'stop' ? { stop_reason: this.reply.stopReason } : {};
 
@@ -273,7 +332,7 @@ export class FakeUpstream {
       const answer = {
         ...base,
         object: 'chat.completion',
-        choices: [{ index: 0, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason }],
+        choices: Array.from({ length: n }, (_, index) => ({ index, message: this.replyMessage(completion.text), logprobs: null, finish_reason: finishReason, ...stopReason })),
         ...(this.reply.omitUsage ? {} : { usage }),
       };
       if (mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') {
@@ -292,24 +351,32 @@ export class FakeUpstream {
       ...(includeUsage ? { usage: null } : {}),
       ...extra,
     });
-    const events: unknown[] = [chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
-    if (!calls) {
-      completion.words.forEach((word, i) => {
-        const text = i === 0 ? word : ` ${word}`;
-        events.push(chunk([{ index: 0, delta: this.reply.refusal ? { refusal: text } : { content: text }, logprobs: null, finish_reason: null }]));
+    // Each choice's chunks, then interleaved as OpenAI streams them: one choice's delta per chunk, in turn.
+    const choiceEvents = (index: number): unknown[] => {
+      const events: unknown[] = [chunk([{ index, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
+      if (!calls) {
+        completion.words.forEach((word, i) => {
+          const text = i === 0 ? word : ` ${word}`;
+          events.push(chunk([{ index, delta: this.reply.refusal ? { refusal: text } : { content: text }, logprobs: null, finish_reason: null }]));
+        });
+      }
+      calls?.forEach((call, i) => {
+        const toolDelta = (fields: Record<string, unknown>) => chunk([{ index, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
+        events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
+        const pieces = this.reply.argumentPieces ?? 2;
+        const size = Math.ceil(call.arguments.length / pieces);
+        for (let start = 0; start < call.arguments.length; start += size) events.push(toolDelta({ function: { arguments: call.arguments.slice(start, start + size) } }));
       });
-    }
-    calls?.forEach((call, i) => {
-      const toolDelta = (fields: Record<string, unknown>) => chunk([{ index: 0, delta: { tool_calls: [{ index: i, ...fields }] }, logprobs: null, finish_reason: null }]);
-      events.push(toolDelta({ id: call.id, type: 'function', function: { name: call.name, arguments: '' } }));
-      const pieces = this.reply.argumentPieces ?? 2;
-      const size = Math.ceil(call.arguments.length / pieces);
-      for (let start = 0; start < call.arguments.length; start += size) events.push(toolDelta({ function: { arguments: call.arguments.slice(start, start + size) } }));
-    });
-    events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
+      events.push(chunk([{ index, delta: {}, logprobs: null, finish_reason: finishReason, ...stopReason }]));
+      return events;
+    };
+    const perChoice = Array.from({ length: n }, (_, index) => choiceEvents(index));
+    const events: unknown[] = [];
+    for (let step = 0; step < perChoice[0].length; step++) perChoice.forEach((list) => events.push(list[step]));
     if (includeUsage) events.push(chunk([], { usage }));
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
     if (mode === 'notSse') {
       await write(res, 'HTTP/1.1 200 OK?\n<html>this is not an event stream</html>\n\x00\x01garbage\n\n');
       return void res.end('more garbage without a data line\n');
@@ -318,6 +385,8 @@ export class FakeUpstream {
     const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
     for (let i = 0; i <= events.length; i++) {
       if (res.destroyed) return;
+      // The events before a fault or a pause reach the client whole, however they were cut.
+      if (i === failAfter || i === faultAt || (i > 0 && ctx.delay)) await sse.flush();
       if (i === failAfter) return ctx.destroy();
       if (i === faultAt) {
         if (mode === 'truncatedChunked' || mode === 'resetMidStream') return this.breakConnection(ctx);
@@ -325,14 +394,14 @@ export class FakeUpstream {
           await write(res, 'data: {"filler": "');
           return this.writeEndless(res);
         }
-        if (mode === 'invalidJsonData') await write(res, 'data: {"id": this is not JSON\n\n');
+        if (mode === 'invalidJsonData') await sse.event('data: {"id": this is not JSON\n\n');
       }
       if (i === events.length) break;
       if (i > 0 && ctx.delay) await sleep(ctx.delay);
       if (res.destroyed) return;
-      await write(res, mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
+      await sse.event(mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
     }
-    res.end('data: [DONE]\n\n');
+    await sse.end('data: [DONE]\n\n');
   }
 
   /** The usage block as OpenAI sends it: the totals, and the details when the reply has some (FakeReply.usageDetails). */
@@ -434,10 +503,11 @@ export class FakeUpstream {
   /**
    * Control over HTTP, for a fake run as its own process (`npx ts-node test/support/fake-upstream.ts`):
    * POST /_fake/fail-next {"mode", "times"?}, POST /_fake/failure {"mode": null | mode},
-   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reset, GET /_fake/requests.
+   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reasoning-models {"models": [...]}, POST /_fake/reset,
+   * GET /_fake/requests.
    */
   private control(url: string, raw: Buffer, res: ServerResponse): void {
-    let body: { mode?: FailureMode | null; times?: number; events?: number | null } = {};
+    let body: { mode?: FailureMode | null; times?: number; events?: number | null; models?: string[] } = {};
     try {
       body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
     } catch {
@@ -446,6 +516,7 @@ export class FakeUpstream {
     if (url === '/_fake/fail-next' && body.mode) this.failNext(body.mode, body.times ?? 1);
     else if (url === '/_fake/failure') this.failure = body.mode ?? null;
     else if (url === '/_fake/fault-after') this.faultAfterEvents = body.events ?? null;
+    else if (url === '/_fake/reasoning-models') this.reasoningModels = new Set(body.models ?? []);
     else if (url === '/_fake/reset') this.resetState();
     else if (url === '/_fake/requests') return sendJson(res, 200, { requests: this.requests.map(({ headers: _h, ...rest }) => rest), endlessBytesSent: this.endlessBytesSent });
     else return sendJson(res, 404, { error: `fake upstream: no control ${url}` });

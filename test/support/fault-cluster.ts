@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { AdminClient } from './admin-client';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { GatewayProcess } from './fault-gateway';
-import { BROKEN_MODEL, FAULT_MODEL } from './fault-models';
+import { BROKEN_MODEL, FAULT_MODEL, FaultModel } from './fault-models';
 import { stopAllLoads } from './fault-requests';
 import { OwnPostgres, startOwnPostgres } from './own-postgres';
 import { OwnRedis, startOwnRedis } from './own-redis';
@@ -113,13 +113,14 @@ export class FaultCluster {
   private config(options: FaultClusterOptions): RawConfig {
     const raw: RawConfig = parse(readFileSync(resolve(__dirname, '../../config/gateway.yaml'), 'utf8'));
     const provider = (baseUrl: string) => ({ type: 'openai-compatible', base_url: baseUrl, timeouts: { connect_ms: 1000, request_ms: 10_000 } });
-    const chatModel = (model: typeof FAULT_MODEL, providerName: string) => ({
+    const chatModel = (model: FaultModel, providerName: string) => ({
       id: model.id,
       kind: 'chat',
       provider: providerName,
       upstream_model: `upstream-${model.id}`,
       input_price_per_million: model.input,
       output_price_per_million: model.output,
+      ...classPrices(model),
       max_output_tokens: model.maxOutput,
     });
     raw.providers.fake = provider(this.upstream.url);
@@ -132,6 +133,17 @@ export class FaultCluster {
     if (options.billing) raw.billing = { ...(raw.billing ?? {}), ...options.billing };
     return raw;
   }
+}
+
+/** The catalog keys of the token-class prices a model sets (the fault suite's formula reads the same fields). */
+function classPrices(model: FaultModel): Record<string, number> {
+  const fields: Record<string, number | undefined> = {
+    cached_input_price_per_million: model.cachedInput,
+    cache_write_price_per_million: model.cacheWrite,
+    audio_input_price_per_million: model.audioInput,
+    audio_output_price_per_million: model.audioOutput,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
 }
 
 export async function startFaultCluster(options: FaultClusterOptions): Promise<FaultCluster> {

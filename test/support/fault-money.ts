@@ -1,4 +1,6 @@
+import type { FakeReply } from './fake-upstream';
 import { FaultCluster } from './fault-cluster';
+import { FAULT_MODEL, FaultModel } from './fault-models';
 import { sleep } from './fault-requests';
 
 /**
@@ -82,24 +84,112 @@ export async function moneyInvariantViolations(cluster: FaultCluster): Promise<s
   });
 }
 
+/** Token counts by class, as the fake upstream reports them: each class is a part of its total. */
+export interface FaultTokens {
+  prompt: number;
+  completion: number;
+  cached?: number;
+  cacheWrite?: number;
+  audioIn?: number;
+  audioOut?: number;
+}
+
+/**
+ * The tokens of a chat the fake upstream answered in full with `reply` (its usage block, or usage chunk):
+ * the reply's totals, the completion cut to the client's max_tokens as the fake cuts it, and the classes of
+ * its usage details. The fault suite sends only well-formed details; odd ones (strings, negatives, parts
+ * over their total, which the gateway cuts to fit) are refused here rather than guessed at.
+ */
+export function tokensOfReply(reply: FakeReply, maxTokens?: number): FaultTokens {
+  const completion = maxTokens !== undefined && maxTokens < reply.completionTokens ? maxTokens : reply.completionTokens;
+  const detail = (details: Record<string, unknown> | undefined, field: string, total: number): number => {
+    const value = details?.[field] ?? 0;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > total) {
+      throw new Error(`the fault suite's cost formula takes whole, fitting usage details only (${field}: ${JSON.stringify(value)})`);
+    }
+    return value;
+  };
+  const tokens: FaultTokens = {
+    prompt: reply.promptTokens,
+    completion,
+    cached: detail(reply.usageDetails?.prompt, 'cached_tokens', reply.promptTokens),
+    cacheWrite: detail(reply.usageDetails?.prompt, 'cache_write_tokens', reply.promptTokens),
+    audioIn: detail(reply.usageDetails?.prompt, 'audio_tokens', reply.promptTokens),
+    audioOut: detail(reply.usageDetails?.completion, 'audio_tokens', completion),
+  };
+  if (tokens.cached! + tokens.cacheWrite! + tokens.audioIn! > tokens.prompt) throw new Error('the usage details add up to more than prompt_tokens');
+  return tokens;
+}
+
+/**
+ * The charge docs/billing.md ("Money and prices", "Token classes") and DESIGN.md section 10 document,
+ * worked out here from the catalog prices written into the cluster's gateway.yaml, never with the
+ * gateway's own code: each class of tokens at its price (the input or output price when the class has
+ * none), exactly in pico-USD (a price in USD per million tokens is that many µUSD per token), then
+ * rounded up to the µUSD once for the whole request.
+ */
+export function formulaCostMicros(model: FaultModel, tokens: FaultTokens): bigint {
+  const { prompt, completion, cached = 0, cacheWrite = 0, audioIn = 0, audioOut = 0 } = tokens;
+  const picos =
+    BigInt(prompt - cached - cacheWrite - audioIn) * picosPerToken(model.input) +
+    BigInt(cached) * picosPerToken(model.cachedInput ?? model.input) +
+    BigInt(cacheWrite) * picosPerToken(model.cacheWrite ?? model.input) +
+    BigInt(audioIn) * picosPerToken(model.audioInput ?? model.input) +
+    BigInt(completion - audioOut) * picosPerToken(model.output) +
+    BigInt(audioOut) * picosPerToken(model.audioOutput ?? model.output);
+  return (picos + 999_999n) / 1_000_000n;
+}
+
+/** What a chat of `model` answered in full by the cluster's fake upstream costs (its reply as it stands now). */
+export function servedCostMicros(cluster: FaultCluster, model: FaultModel = FAULT_MODEL, maxTokens?: number): bigint {
+  const upstream = model.id === FAULT_MODEL.id ? cluster.upstream : cluster.badUpstream!;
+  return formulaCostMicros(model, tokensOfReply(upstream.reply, maxTokens));
+}
+
+/**
+ * The hold of a chat (docs/billing.md, "Prompt bound of the hold"): the UTF-8 bytes of the messages' JSON
+ * + 3 at the highest input-class price, the output allowance at the highest output-class price, rounded up
+ * once. A charge is at most its hold: the bound for a charge the test cannot know exactly.
+ */
+export function holdBoundMicros(model: FaultModel, messages: unknown[], allowance: number = model.maxOutput): bigint {
+  const highest = (...prices: (number | undefined)[]) =>
+    prices.reduce<bigint>((max, p) => (p !== undefined && picosPerToken(p) > max ? picosPerToken(p) : max), 0n);
+  const promptBound = BigInt(Buffer.byteLength(JSON.stringify(messages)) + 3);
+  const picos =
+    promptBound * highest(model.input, model.cachedInput, model.cacheWrite, model.audioInput) + BigInt(allowance) * highest(model.output, model.audioOutput);
+  return (picos + 999_999n) / 1_000_000n;
+}
+
+/** A catalog price (USD per million tokens, as written into gateway.yaml) in pico-USD per token, exactly. */
+function picosPerToken(usdPerMillion: number): bigint {
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(String(usdPerMillion));
+  if (!match) throw new Error(`price ${usdPerMillion}: the fault suite writes prices of at most six decimals`);
+  return BigInt(match[1]) * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
+}
+
 export interface ChargeRecord {
   requestId: string;
   usageRows: number;
+  promptTokens: number;
+  completionTokens: number;
   costMicros: bigint;
   charges: number;
   chargedMicros: bigint;
 }
 
-/** For each request id: its usage records and ledger charges (count and amounts). */
+/** For each request id: its usage records (count, tokens, recorded cost) and ledger charges (count and amount). */
 export async function chargeRecords(cluster: FaultCluster, requestIds: string[]): Promise<Map<string, ChargeRecord>> {
   const records = new Map<string, ChargeRecord>(
-    requestIds.map((id) => [id, { requestId: id, usageRows: 0, costMicros: 0n, charges: 0, chargedMicros: 0n }]),
+    requestIds.map((id) => [id, { requestId: id, usageRows: 0, promptTokens: 0, completionTokens: 0, costMicros: 0n, charges: 0, chargedMicros: 0n }]),
   );
-  const usage = await cluster.query<{ request_id: string; n: number; cost: string }>(
-    `SELECT request_id, count(*)::int AS n, sum(cost_micros)::text AS cost FROM usage_records WHERE request_id = ANY($1) GROUP BY 1`,
+  const usage = await cluster.query<{ request_id: string; n: number; prompt: number; completion: number; cost: string }>(
+    `SELECT request_id, count(*)::int AS n, sum(prompt_tokens)::int AS prompt, sum(completion_tokens)::int AS completion, sum(cost_micros)::text AS cost
+       FROM usage_records WHERE request_id = ANY($1) GROUP BY 1`,
     [requestIds],
   );
-  for (const r of usage) Object.assign(records.get(r.request_id)!, { usageRows: r.n, costMicros: BigInt(r.cost) });
+  for (const r of usage) {
+    Object.assign(records.get(r.request_id)!, { usageRows: r.n, promptTokens: r.prompt, completionTokens: r.completion, costMicros: BigInt(r.cost) });
+  }
   const charges = await cluster.query<{ request_id: string; n: number; amount: string }>(
     `SELECT request_id, count(*)::int AS n, (-sum(amount_micros))::text AS amount
        FROM ledger_entries WHERE kind = 'charge' AND request_id = ANY($1) GROUP BY 1`,
@@ -109,27 +199,51 @@ export async function chargeRecords(cluster: FaultCluster, requestIds: string[])
   return records;
 }
 
-/** What is wrong with "charged exactly once": one usage record, one charge, charge = its cost > 0. */
-export function notChargedExactlyOnce(record: ChargeRecord): string | null {
-  if (record.usageRows === 1 && record.charges === 1 && record.costMicros > 0n && record.chargedMicros === record.costMicros) return null;
-  return `${record.requestId}: ${record.usageRows} usage record(s) costing ${record.costMicros}, ${record.charges} charge(s) of ${record.chargedMicros}`;
+/**
+ * What is wrong with "charged exactly once, the formula's amount": one usage record, one charge, and both
+ * the charge and the recorded cost equal to `expectedMicros` (the test's own formula, not the gateway's figure).
+ */
+export function notChargedExactlyOnce(record: ChargeRecord, expectedMicros: bigint): string | null {
+  if (expectedMicros <= 0n) throw new Error(`${record.requestId}: a served request must cost something (formula: ${expectedMicros})`);
+  if (record.usageRows === 1 && record.charges === 1 && record.chargedMicros === expectedMicros && record.costMicros === expectedMicros) return null;
+  return (
+    `${record.requestId}: ${record.usageRows} usage record(s) of ${record.promptTokens}+${record.completionTokens} tokens costing ${record.costMicros}, ` +
+    `${record.charges} charge(s) of ${record.chargedMicros}; the formula's cost is ${expectedMicros}`
+  );
 }
 
 /**
  * Waits (up to `timeoutMs`: writes delayed by an outage are retried in the background) until every
- * request id is charged exactly once; returns the problems left then (empty: all charged once).
+ * request id is charged exactly once, `expectedMicros` each; returns the problems left then (empty: all
+ * charged once, at that amount).
  */
-export async function waitUntilChargedExactlyOnce(cluster: FaultCluster, requestIds: string[], timeoutMs = 15_000): Promise<string[]> {
+export async function waitUntilChargedExactlyOnce(cluster: FaultCluster, requestIds: string[], expectedMicros: bigint, timeoutMs = 15_000): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
+  const problems = async () =>
+    [...(await chargeRecords(cluster, requestIds)).values()].map((r) => notChargedExactlyOnce(r, expectedMicros)).filter((p): p is string => p !== null);
   for (;;) {
-    const problems = [...(await chargeRecords(cluster, requestIds)).values()].map(notChargedExactlyOnce).filter((p): p is string => p !== null);
-    if (problems.length === 0 || Date.now() > deadline) {
+    if ((await problems()).length === 0 || Date.now() > deadline) {
       // A late duplicate would show up now: look once more after a moment.
       await sleep(300);
-      return [...(await chargeRecords(cluster, requestIds)).values()].map(notChargedExactlyOnce).filter((p): p is string => p !== null);
+      return problems();
     }
     await sleep(200);
   }
+}
+
+/**
+ * The charges of an account's requests that the test did not follow one by one (an SDK probe its client may
+ * have given up on), outside 1..`maxMicros`: such a request may have been cut short, and a stream the client
+ * left is charged the gateway's own token count of what it relayed (docs/billing.md, "Usage records of chat
+ * requests"), which the test cannot know; the hold is the bound the documentation gives for it.
+ */
+export async function otherChargesOutside(cluster: FaultCluster, accountId: string, followed: string[], maxMicros: bigint): Promise<string[]> {
+  const rows = await cluster.query<{ request_id: string; amount: string }>(
+    `SELECT request_id, (-amount_micros)::text AS amount FROM ledger_entries
+      WHERE account_id = $1 AND kind = 'charge' AND NOT (request_id = ANY($2))`,
+    [accountId, followed],
+  );
+  return rows.filter((r) => BigInt(r.amount) <= 0n || BigInt(r.amount) > maxMicros).map((r) => `${r.request_id}: charged ${r.amount}, not in 1..${maxMicros}`);
 }
 
 /** Request ids that have a ledger charge (requests that were refused must have none). */

@@ -1,4 +1,4 @@
-import { CatalogEntry, ProviderConfig } from '../../config/gateway-config.schema';
+import { CatalogEntry, OutputLimitField, ProviderConfig } from '../../config/gateway-config.schema';
 import { UpstreamFailure } from '../upstream-failure';
 import {
   ChatRequestBody,
@@ -17,13 +17,15 @@ import { discardBody, readJsonBody, UpstreamTransport } from './upstream-transpo
 /** OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches. */
 export class OpenAiCompatibleProvider implements UpstreamProvider {
   private readonly transport: UpstreamTransport;
+  private readonly limitField: OutputLimitField | undefined;
 
   constructor(readonly name: string, config: ProviderConfig) {
     this.transport = new UpstreamTransport(name, config);
+    this.limitField = config.output_limit_field;
   }
 
   async chat(_model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson> {
-    const answer = await this.transport.post('/chat/completions', JSON.stringify(body), signal, 'application/json');
+    const answer = await this.transport.post('/chat/completions', JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
     const parsed = await readJsonBody(this.name, answer.body);
     if (!Array.isArray(parsed.choices)) {
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} sent a chat answer without choices.`);
@@ -32,7 +34,7 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
   }
 
   async chatStream(_model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
-    const answer = await this.transport.post('/chat/completions', JSON.stringify(body), signal, 'application/json');
+    const answer = await this.transport.post('/chat/completions', JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
     if (!answer.contentType.startsWith('text/event-stream')) {
       discardBody(answer.body);
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} answered a stream request with ${answer.contentType || 'no content type'}.`);
@@ -66,4 +68,17 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
   close(): Promise<void> {
     return this.transport.close();
   }
+}
+
+/**
+ * The body with its output limit in `field` alone, when the operator named the one field the server takes
+ * (`output_limit_field`): the limit held for is max_completion_tokens ?? max_tokens (src/chat/chat-request.pipe.ts),
+ * so that is the value sent. Unnamed, or no limit: the body as it is.
+ */
+export function withLimitIn(field: OutputLimitField | undefined, body: ChatRequestBody): ChatRequestBody {
+  if (field === undefined) return body;
+  const limit = body.max_completion_tokens ?? body.max_tokens;
+  if (limit === undefined || limit === null) return body;
+  const { max_tokens: _old, max_completion_tokens: _new, ...rest } = body;
+  return { ...rest, [field]: limit } as ChatRequestBody;
 }

@@ -11,6 +11,8 @@ export const MAX_SSE_EVENT_BYTES = 1024 * 1024;
 
 /**
  * Parses an upstream `text/event-stream` body into its JSON `data:` payloads, as they arrive.
+ * Lines end with CRLF, LF or a lone CR, as the WHATWG rules say (a CR at the end of a chunk waits for the
+ * next one, which may begin with its LF); `:` comments and blank lines outside an event are skipped.
  * Ends at `data: [DONE]`; an in-band `{"error": ...}` event, a payload that is not JSON, a line or
  * event over MAX_SSE_EVENT_BYTES or a stream that ends without `[DONE]` is an UpstreamFailure.
  * https://html.spec.whatwg.org/multipage/server-sent-events.html
@@ -25,14 +27,17 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
     // Not destroyed when the loop returns at [DONE]: destroying it would build an AbortError and
     // stop undici from reusing the connection.
     for await (const chunk of body.iterator({ destroyOnReturn: false })) {
-      // Only the new text can hold the next newline: the buffer before it has none.
-      let searchFrom = buffer.length;
+      // Only the new text can hold the next line end, except a CR left at the end of the buffer: the
+      // chunk may begin with the LF that makes it a CRLF.
+      const lineEnd = /\r\n?|\n/g;
+      lineEnd.lastIndex = buffer.endsWith('\r') ? buffer.length - 1 : buffer.length;
       buffer += decoder.decode(chunk as Buffer, { stream: true });
-      let newline: number;
-      while ((newline = buffer.indexOf('\n', searchFrom)) >= 0) {
-        const line = buffer.slice(0, newline).replace(/\r$/, '');
-        buffer = buffer.slice(newline + 1);
-        searchFrom = 0;
+      let lineStart = 0;
+      let match: RegExpExecArray | null;
+      while ((match = lineEnd.exec(buffer))) {
+        if (match[0] === '\r' && match.index === buffer.length - 1) break;
+        const line = buffer.slice(lineStart, match.index);
+        lineStart = lineEnd.lastIndex;
         if (line === '') {
           if (data.length === 0) continue;
           const payload = data.join('\n');
@@ -43,7 +48,7 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
             return;
           }
           yield parsePayload(name, payload);
-        } else if (line.startsWith('data:')) {
+        } else if (line.startsWith('data:') || line === 'data') {
           const value = line.slice(line.startsWith('data: ') ? 6 : 5);
           dataBytes += value.length;
           if (dataBytes > MAX_SSE_EVENT_BYTES) throw tooLong(name);
@@ -51,7 +56,13 @@ export async function* parseSse(name: string, body: Readable): AsyncGenerator<Re
         }
         // comments (":"), event:, id: and retry: lines carry nothing the gateway uses
       }
+      buffer = buffer.slice(lineStart);
       if (buffer.length > MAX_SSE_EVENT_BYTES) throw tooLong(name);
+    }
+    // The body's last byte, a CR, ended the blank line after [DONE]: no LF can follow it now.
+    if (buffer === '\r' && data.length === 1 && data[0] === '[DONE]') {
+      complete = true;
+      return;
     }
   } catch (err) {
     throw toUpstreamFailure(name, err);

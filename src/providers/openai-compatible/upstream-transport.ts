@@ -64,8 +64,14 @@ export class UpstreamTransport {
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
       return { contentType: responseType, body: answer.body };
     }
-    const message = await readErrorMessage(answer.body).catch(() => '');
+    const { message, quotaSpent } = await readError(answer.body).catch(() => ({ message: '', quotaSpent: false }));
     const detail = message || `HTTP ${answer.statusCode}`;
+    // OpenAI's 429 insufficient_quota: the deployment's own account is out of credits, not rate limited. The
+    // request is not at fault and waiting does not help: the upstream failed (502, another deployment tried,
+    // counted by the circuit), rather than a 429 that clients and SDKs would retry (docs/errors.md).
+    if (answer.statusCode === 429 && quotaSpent) {
+      throw new UpstreamFailure('server_error', `Upstream ${this.name} has run out of quota: ${detail}`, 429);
+    }
     if (answer.statusCode === 429) {
       throw new UpstreamFailure('rejected', detail, 429, false, retryAfterSeconds(answer.headers['retry-after']));
     }
@@ -147,16 +153,18 @@ async function collect(body: Readable, limit: number): Promise<{ text: string; c
 }
 
 /** The upstream's error message: OpenAI's `{error: {message}}`, or the text itself. */
-async function readErrorMessage(body: Readable): Promise<string> {
+async function readError(body: Readable): Promise<{ message: string; quotaSpent: boolean }> {
   // A longer error body is cut: its start carries the message.
   const text = (await collect(body, MAX_ERROR_BODY_BYTES)).text.trim();
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    if (typeof parsed.error === 'string') return parsed.error;
-    if (typeof parsed.error?.message === 'string') return parsed.error.message;
-    if (typeof parsed.message === 'string') return parsed.message;
+    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === 'string') return { message: parsed.error, quotaSpent: false };
+    const quotaSpent = parsed.error?.code === 'insufficient_quota' || parsed.error?.type === 'insufficient_quota';
+    if (typeof parsed.error?.message === 'string') return { message: parsed.error.message, quotaSpent };
+    if (typeof parsed.message === 'string') return { message: parsed.message, quotaSpent };
+    return { message: text.slice(0, 500), quotaSpent };
   } catch {
     // not JSON: use the text
   }
-  return text.slice(0, 500);
+  return { message: text.slice(0, 500), quotaSpent: false };
 }
