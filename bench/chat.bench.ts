@@ -255,7 +255,8 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
   );
   const port = 18000 + (process.pid % 1000) + (root === ROOT ? 0 : 1);
   // Started as `npm start` starts it (its node flags included), after any extra flags of the run.
-  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+  // `npm start`'s command without its shell's `exec` (which lets npm's signals reach node).
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.replace(/^exec /, '').split(' ');
   const { child } = await startChild(start[0], [...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean), ...start.slice(1)], { PORT: String(port), GATEWAY_CONFIG: configPath, ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, /Gateway listening/, root);
   const url = `http://127.0.0.1:${port}`;
   const admin = async (path: string, payload: unknown) => {
