@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
-import { usdToMicros } from '../../src/common/money';
+import { ClassPrices, ClassTokens, costMicrosByClass, holdMicrosOf } from './cost-oracle';
 import { AdminClient } from './admin-client';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { RawConfig, startTestApp, TestApp } from './test-app';
@@ -8,21 +8,13 @@ import { RawConfig, startTestApp, TestApp } from './test-app';
 /** A chat model of the test catalog, served by a fake upstream. Prices in USD per million tokens. */
 export interface PricedModel extends ClassPrices {
   id: string;
-  input: number;
-  output: number;
   maxOutput: number;
 }
 
-/** The token classes' own prices (DESIGN.md section 10); unset: the input or output price. */
-export interface ClassPrices {
-  cachedInput?: number;
-  cacheWrite?: number;
-  audioInput?: number;
-  audioOutput?: number;
-}
+export type { ClassPrices, ClassTokens };
 
 /** The catalog keys of a model's class prices, those it sets. */
-export function classPriceFields(m: ClassPrices): Record<string, number> {
+export function classPriceFields(m: Partial<ClassPrices>): Record<string, number> {
   const fields: Record<string, number | undefined> = {
     cached_input_price_per_million: m.cachedInput,
     cache_write_price_per_million: m.cacheWrite,
@@ -77,44 +69,14 @@ export function costMicros(model: Pick<PricedModel, 'input' | 'output'>, promptT
   return classCostMicros(model, { prompt: promptTokens, completion: completionTokens });
 }
 
-/** Token counts by class, as the usage record keeps them: each class is a part of its total. */
-export interface ClassTokens {
-  prompt: number;
-  completion: number;
-  cached?: number;
-  cacheWrite?: number;
-  audioIn?: number;
-  audioOut?: number;
+/** The documented charge of a request by token class: the tests' oracle (cost-oracle.ts). */
+export function classCostMicros(model: ClassPrices, tokens: ClassTokens): bigint {
+  return costMicrosByClass(model, tokens);
 }
 
-/**
- * The documented charge of a request by token class (docs/billing.md, "Token classes"), written out here as
- * the test's own oracle: each class at its price (the input or output price when it has none), exactly in
- * pico-USD, rounded up once to the micro-dollar. The counts must already fit their totals.
- */
-export function classCostMicros(model: Pick<PricedModel, 'input' | 'output'> & ClassPrices, tokens: ClassTokens): bigint {
-  const picos = (price: number | undefined, fallback: number) => usdToMicros(price ?? fallback)!;
-  const { prompt, completion, cached = 0, cacheWrite = 0, audioIn = 0, audioOut = 0 } = tokens;
-  const total =
-    BigInt(prompt - cached - cacheWrite - audioIn) * picos(model.input, 0) +
-    BigInt(cached) * picos(model.cachedInput, model.input) +
-    BigInt(cacheWrite) * picos(model.cacheWrite, model.input) +
-    BigInt(audioIn) * picos(model.audioInput, model.input) +
-    BigInt(completion - audioOut) * picos(model.output, 0) +
-    BigInt(audioOut) * picos(model.audioOutput, model.output);
-  return (total + 999_999n) / 1_000_000n;
-}
-
-/**
- * The hold of a chat request (docs/billing.md, "Token classes"): the prompt bound (the UTF-8 bytes of the
- * messages' JSON + 3) at the highest input-class price and the output allowance at the highest output-class
- * price, rounded up once. No charge may exceed it.
- */
-export function holdMicros(model: Pick<PricedModel, 'input' | 'output'> & ClassPrices, messages: unknown[], allowance: number): bigint {
-  const picos = (...prices: (number | undefined)[]) => prices.reduce<bigint>((max, p) => (p === undefined || usdToMicros(p)! < max ? max : usdToMicros(p)!), 0n);
-  const promptBound = Buffer.byteLength(JSON.stringify(messages)) + 3;
-  const total = BigInt(promptBound) * picos(model.input, model.cachedInput, model.cacheWrite, model.audioInput) + BigInt(allowance) * picos(model.output, model.audioOutput);
-  return (total + 999_999n) / 1_000_000n;
+/** The hold of a chat request with `messages` and an output allowance: the tests' oracle (cost-oracle.ts). */
+export function holdMicros(model: ClassPrices, messages: unknown[], allowance: number): bigint {
+  return holdMicrosOf(model, messages, allowance);
 }
 
 export function sdk(gw: TestApp, key: string): OpenAI {

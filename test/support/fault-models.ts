@@ -1,3 +1,5 @@
+import { ClassPrices } from './cost-oracle';
+
 /**
  * The chat model every fault test calls, served by the cluster's upstream. Prices in USD per million tokens,
  * with cents in them so that the fake's default reply (12 + 5 tokens) costs a fraction of a µUSD over a whole
@@ -8,13 +10,7 @@ export const FAULT_MODEL: FaultModel = { id: 'fault-chat', input: 2.35, output: 
 export const BROKEN_MODEL: FaultModel = { id: 'broken-chat', input: 2.35, output: 6.45, maxOutput: 256 };
 
 /** A chat model of the fault cluster's catalog; a token class without a price of its own costs the input or output price. */
-export interface FaultModel {
+export interface FaultModel extends ClassPrices {
   id: string;
-  input: number;
-  output: number;
   maxOutput: number;
-  cachedInput?: number;
-  cacheWrite?: number;
-  audioInput?: number;
-  audioOutput?: number;
 }

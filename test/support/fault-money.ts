@@ -1,3 +1,4 @@
+import { ClassTokens, costMicrosByClass, holdMicrosOf } from './cost-oracle';
 import type { FakeReply } from './fake-upstream';
 import { FaultCluster } from './fault-cluster';
 import { FAULT_MODEL, FaultModel } from './fault-models';
@@ -84,23 +85,13 @@ export async function moneyInvariantViolations(cluster: FaultCluster): Promise<s
   });
 }
 
-/** Token counts by class, as the fake upstream reports them: each class is a part of its total. */
-export interface FaultTokens {
-  prompt: number;
-  completion: number;
-  cached?: number;
-  cacheWrite?: number;
-  audioIn?: number;
-  audioOut?: number;
-}
-
 /**
  * The tokens of a chat the fake upstream answered in full with `reply` (its usage block, or usage chunk):
  * the reply's totals, the completion cut to the client's max_tokens as the fake cuts it, and the classes of
  * its usage details. The fault suite sends only well-formed details; odd ones (strings, negatives, parts
  * over their total, which the gateway cuts to fit) are refused here rather than guessed at.
  */
-export function tokensOfReply(reply: FakeReply, maxTokens?: number): FaultTokens {
+export function tokensOfReply(reply: FakeReply, maxTokens?: number): ClassTokens {
   const completion = maxTokens !== undefined && maxTokens < reply.completionTokens ? maxTokens : reply.completionTokens;
   const detail = (details: Record<string, unknown> | undefined, field: string, total: number): number => {
     const value = details?.[field] ?? 0;
@@ -109,7 +100,7 @@ export function tokensOfReply(reply: FakeReply, maxTokens?: number): FaultTokens
     }
     return value;
   };
-  const tokens: FaultTokens = {
+  const tokens: ClassTokens = {
     prompt: reply.promptTokens,
     completion,
     cached: detail(reply.usageDetails?.prompt, 'cached_tokens', reply.promptTokens),
@@ -121,50 +112,15 @@ export function tokensOfReply(reply: FakeReply, maxTokens?: number): FaultTokens
   return tokens;
 }
 
-/**
- * The charge docs/billing.md ("Money and prices", "Token classes") and DESIGN.md section 10 document,
- * worked out here from the catalog prices written into the cluster's gateway.yaml, never with the
- * gateway's own code: each class of tokens at its price (the input or output price when the class has
- * none), exactly in pico-USD (a price in USD per million tokens is that many µUSD per token), then
- * rounded up to the µUSD once for the whole request.
- */
-export function formulaCostMicros(model: FaultModel, tokens: FaultTokens): bigint {
-  const { prompt, completion, cached = 0, cacheWrite = 0, audioIn = 0, audioOut = 0 } = tokens;
-  const picos =
-    BigInt(prompt - cached - cacheWrite - audioIn) * picosPerToken(model.input) +
-    BigInt(cached) * picosPerToken(model.cachedInput ?? model.input) +
-    BigInt(cacheWrite) * picosPerToken(model.cacheWrite ?? model.input) +
-    BigInt(audioIn) * picosPerToken(model.audioInput ?? model.input) +
-    BigInt(completion - audioOut) * picosPerToken(model.output) +
-    BigInt(audioOut) * picosPerToken(model.audioOutput ?? model.output);
-  return (picos + 999_999n) / 1_000_000n;
-}
-
 /** What a chat of `model` answered in full by the cluster's fake upstream costs (its reply as it stands now). */
 export function servedCostMicros(cluster: FaultCluster, model: FaultModel = FAULT_MODEL, maxTokens?: number): bigint {
   const upstream = model.id === FAULT_MODEL.id ? cluster.upstream : cluster.badUpstream!;
-  return formulaCostMicros(model, tokensOfReply(upstream.reply, maxTokens));
+  return costMicrosByClass(model, tokensOfReply(upstream.reply, maxTokens));
 }
 
-/**
- * The hold of a chat (docs/billing.md, "Prompt bound of the hold"): the UTF-8 bytes of the messages' JSON
- * + 3 at the highest input-class price, the output allowance at the highest output-class price, rounded up
- * once. A charge is at most its hold: the bound for a charge the test cannot know exactly.
- */
+/** The hold of a chat (cost-oracle.ts): a charge is at most its hold, the bound for a charge the test cannot know exactly. */
 export function holdBoundMicros(model: FaultModel, messages: unknown[], allowance: number = model.maxOutput): bigint {
-  const highest = (...prices: (number | undefined)[]) =>
-    prices.reduce<bigint>((max, p) => (p !== undefined && picosPerToken(p) > max ? picosPerToken(p) : max), 0n);
-  const promptBound = BigInt(Buffer.byteLength(JSON.stringify(messages)) + 3);
-  const picos =
-    promptBound * highest(model.input, model.cachedInput, model.cacheWrite, model.audioInput) + BigInt(allowance) * highest(model.output, model.audioOutput);
-  return (picos + 999_999n) / 1_000_000n;
-}
-
-/** A catalog price (USD per million tokens, as written into gateway.yaml) in pico-USD per token, exactly. */
-function picosPerToken(usdPerMillion: number): bigint {
-  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(String(usdPerMillion));
-  if (!match) throw new Error(`price ${usdPerMillion}: the fault suite writes prices of at most six decimals`);
-  return BigInt(match[1]) * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
+  return holdMicrosOf(model, messages, allowance);
 }
 
 export interface ChargeRecord {
