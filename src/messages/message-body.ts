@@ -64,13 +64,8 @@ export function emptyUsage(inputTokens = 0): MessageUsage {
 export function toolInput(args: unknown): Record<string, unknown> | null {
   if (args === undefined || args === null || (typeof args === 'string' && args.trim() === '')) return {};
   if (typeof args !== 'string') return null;
-  return jsonObjectOrNull(args);
-}
-
-/** `text` parsed, when it is a JSON object; null otherwise. */
-export function jsonObjectOrNull(text: string): Record<string, unknown> | null {
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = JSON.parse(args);
     return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
   } catch {
     return null;

@@ -1,7 +1,7 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
-import { emptyUsage, jsonObjectOrNull, messageUsage, newId, stopOf } from './message-body';
+import { emptyUsage, messageUsage, newId, stopOf, toolInput } from './message-body';
 
 /** The content block being written: text, or a tool call's input as JSON text (`args`: what was relayed of it). */
 type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: unknown; callId: string; args: string };
@@ -134,7 +134,7 @@ export class MessageEventStream implements ChatStreamSink {
   private closeOpenBlock(): void {
     if (!this.open) return;
     // Relayed as it came (the deltas are out already); counted, so that a broken upstream is seen.
-    if (this.open.kind === 'tool_use' && this.open.args.trim() !== '' && !jsonObjectOrNull(this.open.args)) this.malformedToolCalls++;
+    if (this.open.kind === 'tool_use' && toolInput(this.open.args) === null) this.malformedToolCalls++;
     this.emit('content_block_stop', { index: this.open.index });
     this.open = null;
   }

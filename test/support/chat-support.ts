@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
-import { ClassPrices, ClassTokens, costMicrosByClass, holdMicrosOf } from './cost-oracle';
+import { classPriceFields, ClassPrices, ClassTokens, costMicrosByClass, holdMicrosOf } from './cost-oracle';
 import { AdminClient } from './admin-client';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { RawConfig, startTestApp, TestApp } from './test-app';
@@ -12,17 +12,7 @@ export interface PricedModel extends ClassPrices {
 }
 
 export type { ClassPrices, ClassTokens };
-
-/** The catalog keys of a model's class prices, those it sets. */
-export function classPriceFields(m: Partial<ClassPrices>): Record<string, number> {
-  const fields: Record<string, number | undefined> = {
-    cached_input_price_per_million: m.cachedInput,
-    cache_write_price_per_million: m.cacheWrite,
-    audio_input_price_per_million: m.audioInput,
-    audio_output_price_per_million: m.audioOutput,
-  };
-  return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
-}
+export { classPriceFields };
 
 export interface FakeProviderOptions {
   /** Provider name in the config (several fakes can be configured side by side). */

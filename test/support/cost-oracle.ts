@@ -15,6 +15,17 @@ export interface ClassPrices {
   audioOutput?: number;
 }
 
+/** The catalog keys (gateway.yaml) of the token-class prices a model sets, those it sets. */
+export function classPriceFields(m: Partial<ClassPrices>): Record<string, number> {
+  const fields: Record<string, number | undefined> = {
+    cached_input_price_per_million: m.cachedInput,
+    cache_write_price_per_million: m.cacheWrite,
+    audio_input_price_per_million: m.audioInput,
+    audio_output_price_per_million: m.audioOutput,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
+}
+
 /** Token counts by class, as the upstream reports them and the usage record keeps them: each class is a part of its total. */
 export interface ClassTokens {
   prompt: number;

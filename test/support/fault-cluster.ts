@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { parse, stringify } from 'yaml';
 import { AdminClient } from './admin-client';
+import { classPriceFields } from './cost-oracle';
 import { FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { GatewayProcess } from './fault-gateway';
 import { BROKEN_MODEL, FAULT_MODEL, FaultModel } from './fault-models';
@@ -120,7 +121,7 @@ export class FaultCluster {
       upstream_model: `upstream-${model.id}`,
       input_price_per_million: model.input,
       output_price_per_million: model.output,
-      ...classPrices(model),
+      ...classPriceFields(model),
       max_output_tokens: model.maxOutput,
     });
     raw.providers.fake = provider(this.upstream.url);
@@ -133,17 +134,6 @@ export class FaultCluster {
     if (options.billing) raw.billing = { ...(raw.billing ?? {}), ...options.billing };
     return raw;
   }
-}
-
-/** The catalog keys of the token-class prices a model sets (the fault suite's formula reads the same fields). */
-function classPrices(model: FaultModel): Record<string, number> {
-  const fields: Record<string, number | undefined> = {
-    cached_input_price_per_million: model.cachedInput,
-    cache_write_price_per_million: model.cacheWrite,
-    audio_input_price_per_million: model.audioInput,
-    audio_output_price_per_million: model.audioOutput,
-  };
-  return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
 }
 
 export async function startFaultCluster(options: FaultClusterOptions): Promise<FaultCluster> {
