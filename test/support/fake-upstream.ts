@@ -25,7 +25,13 @@ export type FailureMode =
   | 'wrongContentType' // 200 text/html (an HTML page) for any request
   | 'endlessLine'; // N events (default 0), then bytes with no newline until the client goes away (cap: `endlessLineMaxBytes`)
 
-/** OpenAI's answer (400) to `max_tokens` sent to one of its reasoning models, word for word. */
+/**
+ * OpenAI's answer (400) to `max_tokens` sent to one of its reasoning models, word for word. Documented: "max_tokens
+ * … is not compatible with o-series models" and max_completion_tokens replaces it
+ * (https://platform.openai.com/docs/api-reference/chat/create#chat-create-max_tokens,
+ * https://platform.openai.com/docs/guides/reasoning); the body as OpenAI sends it, quoted in client issues
+ * (e.g. github.com/microsoft/vscode-copilot-release/issues/8065).
+ */
 export const REASONING_MAX_TOKENS_ERROR = {
   error: {
     message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
