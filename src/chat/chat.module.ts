@@ -7,12 +7,13 @@ import { RoutingModule } from '../routing/routing.module';
 import { ChatRequestPipe } from './chat-request.pipe';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
+import { IgnoredParamsReport } from './ignored-params';
 
 @Module({
   imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule],
   controllers: [ChatController],
-  providers: [ChatService, ChatRequestPipe],
-  // The Responses API is served by the same hold, upstream call and charge.
-  exports: [ChatService],
+  providers: [ChatService, ChatRequestPipe, IgnoredParamsReport],
+  // The Responses and Messages APIs are served by the same hold, upstream call and charge, and name what they ignore alike.
+  exports: [ChatService, IgnoredParamsReport],
 })
 export class ChatModule {}

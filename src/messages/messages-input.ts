@@ -13,7 +13,7 @@ const SYSTEM_BLOCK_SEPARATOR = '\n\n';
 /** The chat messages of a Messages request: `system` first, as a system message, then the conversation in order. */
 export function chatMessages(system: unknown, messages: unknown): ChatMessage[] {
   const chat: ChatMessage[] = [];
-  const systemText = systemPrompt(system);
+  const systemText = system === undefined || system === null ? '' : systemPrompt(system, 'system');
   if (systemText !== '') chat.push({ role: 'system', content: systemText });
   if (!Array.isArray(messages) || messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array of messages.');
   messages.forEach((message, i) => appendMessage(chat, message, `messages[${i}]`));
@@ -22,14 +22,14 @@ export function chatMessages(system: unknown, messages: unknown): ChatMessage[] 
   return chat;
 }
 
-function systemPrompt(system: unknown): string {
-  if (system === undefined || system === null) return '';
+/** System text: a string, or text blocks read as paragraphs of one prompt (the top-level `system`, or a system-role message's content). */
+function systemPrompt(system: unknown, path: string): string {
   if (typeof system === 'string') return system;
-  if (!Array.isArray(system)) throw invalidField('system', 'system must be a string or an array of text blocks.');
+  if (!Array.isArray(system)) throw invalidField(path, `${path === 'system' ? 'system' : 'content'} must be a string or an array of text blocks.`);
   return system
     .map((block, i) => {
-      if (!isJsonObject(block) || block.type !== 'text') throw invalidField(`system[${i}]`, 'a system block must be {"type": "text", "text": …}.');
-      return requiredString(block, 'text', `system[${i}]`);
+      if (!isJsonObject(block) || block.type !== 'text') throw invalidField(`${path}[${i}]`, 'a system block must be {"type": "text", "text": …}.');
+      return requiredString(block, 'text', `${path}[${i}]`);
     })
     .join(SYSTEM_BLOCK_SEPARATOR);
 }
@@ -37,7 +37,12 @@ function systemPrompt(system: unknown): string {
 function appendMessage(chat: ChatMessage[], message: unknown, path: string): void {
   if (!isJsonObject(message)) throw invalidField(path, 'a message must be an object.');
   const { role, content } = message;
-  if (role !== 'user' && role !== 'assistant') throw invalidField(`${path}.role`, 'role must be user or assistant.');
+  if (role === 'system') {
+    // Claude Code sends instructions mid-conversation this way: a chat system message at that point (DESIGN.md section 11).
+    chat.push({ role: 'system', content: systemPrompt(content, `${path}.content`) });
+    return;
+  }
+  if (role !== 'user' && role !== 'assistant') throw invalidField(`${path}.role`, 'role must be user, assistant or system.');
   if (typeof content === 'string') {
     chat.push({ role, content });
     return;

@@ -1,5 +1,6 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
+import { IgnoredParam } from '../chat/ignored-params';
 import { BodyCheck } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { invalidField } from '../errors';
@@ -7,7 +8,7 @@ import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkCountTokensFields, checkMessagesFields, MAX_TOKENS_REQUIRED } from './dto/messages.schema';
 import { chatMessages, ChatMessage } from './messages-input';
-import { refuseUnservedFields } from './messages-refusals';
+import { ignoredFields, refuseUnservedFields } from './messages-fields';
 import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
 
 /** What count_tokens counts: the chat messages and tool definitions the request would send upstream. */
@@ -15,23 +16,30 @@ export interface CountTokensRequest {
   model: CatalogEntry;
   messages: ChatMessage[];
   tools: Record<string, unknown>[] | undefined;
+  ignored: IgnoredParam[];
+}
+
+/** A Messages request that passed validation: the chat completion that serves it, and what it asked for that is not used. */
+export interface MessagesRequest {
+  chat: ChatRequest;
+  ignored: IgnoredParam[];
 }
 
 /**
  * Validates a Messages body in chat's order (model first, then the fields), refuses what needs Anthropic's
- * platform, and translates the rest into the chat completion that serves it (docs/messages.md).
+ * platform, translates what chat can serve into the chat completion, and names the rest as ignored (docs/messages.md).
  */
 @Injectable()
-export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> {
+export class MessagesRequestPipe implements PipeTransform<unknown, MessagesRequest> {
   constructor(private readonly catalog: CatalogService) {}
 
-  transform(body: unknown): ChatRequest {
+  transform(body: unknown): MessagesRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
     if (fields.max_tokens === undefined || fields.max_tokens === null) throw invalidField('max_tokens', MAX_TOKENS_REQUIRED);
     const checked = checkedFields<CheckedMessagesFields>(checkMessagesFields, fields);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(fields.system, fields.messages) };
-    const tools = chatTools(fields.tools);
+    const offer = chatTools(fields.tools);
     setPresent(chatBody, {
       stream: checked.stream === true ? true : undefined,
       max_completion_tokens: checked.max_tokens,
@@ -39,11 +47,14 @@ export class MessagesRequestPipe implements PipeTransform<unknown, ChatRequest> 
       top_p: checked.top_p,
       stop: chatStop(fields.stop_sequences),
       user: chatUser(fields.metadata),
-      tools,
-      ...chatToolChoice(fields.tool_choice, tools !== undefined),
+      tools: offer.tools,
+      ...chatToolChoice(fields.tool_choice, offer),
     });
-    // Usage is always asked of the upstream: message_delta carries it.
-    return { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 };
+    return {
+      // Usage is always asked of the upstream: message_delta carries it.
+      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 },
+      ignored: ignoredFields(fields, offer.withdrawn),
+    };
   }
 }
 
@@ -56,9 +67,9 @@ export class CountTokensRequestPipe implements PipeTransform<unknown, CountToken
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
     checkedFields(checkCountTokensFields, fields);
-    const tools = chatTools(fields.tools);
-    chatToolChoice(fields.tool_choice, tools !== undefined);
-    return { model, messages: chatMessages(fields.system, fields.messages), tools };
+    const offer = chatTools(fields.tools);
+    chatToolChoice(fields.tool_choice, offer);
+    return { model, messages: chatMessages(fields.system, fields.messages), tools: offer.tools, ignored: ignoredFields(fields, offer.withdrawn) };
   }
 }
 

@@ -1,27 +1,59 @@
+import { IgnoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
 
-const SERVER_TOOL = "tools that Anthropic defines (web search and fetch, code execution, bash, text editor, computer use, memory) run on or are shaped for Anthropic's platform; only custom tools (name, description, input_schema) are served.";
+const CLIENT_TYPED_TOOL = "Anthropic's typed client tools (bash, text editor, computer use, memory) are shaped for Claude's own training and reach Claude only through an anthropic upstream; send them as custom tools (name, description, input_schema) to this model.";
 
-/** Custom tools (`{name, description, input_schema}`) as chat function tools; a tool with another `type` is refused. */
-export function chatTools(tools: unknown): Record<string, unknown>[] | undefined {
-  if (tools === undefined || tools === null) return undefined;
+/** Anthropic's typed tools that the client runs itself: `bash_20250124`, `text_editor_20250728`, … */
+const CLIENT_TYPED = /^(bash|text_editor|str_replace_editor|str_replace_based_edit_tool|computer|memory)_/;
+
+/** Server tools (run by Anthropic) by family, the metric's labels for them; any other typed tool is counted as `tools:other`. */
+const SERVER_TOOL_FAMILIES = new Set(['web_search', 'web_fetch', 'code_execution', 'tool_search_tool_regex', 'tool_search_tool_bm25', 'mcp_toolset']);
+
+/** The tools a chat upstream is offered, and those withdrawn from the offer because only Anthropic's platform runs them. */
+export interface ChatToolOffer {
+  tools: Record<string, unknown>[] | undefined;
+  withdrawn: IgnoredParam[];
+  /** The names of the withdrawn tools, which a tool_choice may not force. */
+  withdrawnNames: Set<string>;
+}
+
+/**
+ * Custom tools (`{name, description, input_schema}`) as chat function tools. Server tools (web search and fetch,
+ * code execution, tool search: run by Anthropic) are withdrawn from the offer and named; Anthropic's typed client
+ * tools are refused (DESIGN.md section 11).
+ */
+export function chatTools(tools: unknown): ChatToolOffer {
+  const offer: ChatToolOffer = { tools: undefined, withdrawn: [], withdrawnNames: new Set() };
+  if (tools === undefined || tools === null) return offer;
   if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
-  if (tools.length === 0) return undefined;
-  return tools.map((tool, i) => {
+  const offered: Record<string, unknown>[] = [];
+  tools.forEach((tool, i) => {
     const path = `tools[${i}]`;
     if (!isJsonObject(tool)) throw invalidField(path, 'a tool must be an object.');
     if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
-      throw unsupportedField(`${path}.type`, `${typeof tool.type === 'string' ? quotedClientText(tool.type) : 'this tool'}: ${SERVER_TOOL}`);
+      if (typeof tool.type !== 'string') throw invalidField(`${path}.type`, 'type must be a string.');
+      if (CLIENT_TYPED.test(tool.type)) throw unsupportedField(`${path}.type`, `${quotedClientText(tool.type)}: ${CLIENT_TYPED_TOOL}`);
+      offer.withdrawn.push({ name: `tools:${tool.type}`, label: `tools:${serverToolFamily(tool.type)}` });
+      if (typeof tool.name === 'string') offer.withdrawnNames.add(tool.name);
+      return;
     }
     if (typeof tool.name !== 'string' || tool.name === '') throw invalidField(`${path}.name`, 'name must be a non-empty string.');
     if (!isJsonObject(tool.input_schema)) throw invalidField(`${path}.input_schema`, 'input_schema must be a JSON Schema object.');
     const fn: Record<string, unknown> = { name: tool.name, parameters: tool.input_schema };
     if (typeof tool.description === 'string') fn.description = tool.description;
     if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
-    return { type: 'function', function: fn };
+    offered.push({ type: 'function', function: fn });
   });
+  if (offered.length > 0) offer.tools = offered;
+  return offer;
+}
+
+/** `web_search_20250305` → `web_search`: the family a dated type belongs to, or `other`. */
+function serverToolFamily(type: string): string {
+  const family = type.replace(/_\d{8}$/, '');
+  return SERVER_TOOL_FAMILIES.has(family) ? family : 'other';
 }
 
 export interface ChatToolChoice {
@@ -30,8 +62,10 @@ export interface ChatToolChoice {
 }
 
 /** `auto`, `any` (chat's `required`), `none`, or one tool by name; `disable_parallel_tool_use` as `parallel_tool_calls: false`. */
-export function chatToolChoice(choice: unknown, hasTools: boolean): ChatToolChoice {
+export function chatToolChoice(choice: unknown, offer: ChatToolOffer): ChatToolChoice {
   if (choice === undefined || choice === null) return {};
+  const hasTools = offer.tools !== undefined;
+  if (isJsonObject(choice)) refuseForcingWithdrawn(choice, offer);
   if (!isJsonObject(choice)) throw invalidField('tool_choice', 'tool_choice must be an object: {"type": "auto" | "any" | "tool" | "none"}.');
   const disable = choice.disable_parallel_tool_use;
   if (disable !== undefined && disable !== null && typeof disable !== 'boolean') throw invalidField('tool_choice.disable_parallel_tool_use', 'disable_parallel_tool_use must be a boolean.');
@@ -52,6 +86,13 @@ export function chatToolChoice(choice: unknown, hasTools: boolean): ChatToolChoi
     default:
       throw invalidField('tool_choice.type', 'type must be auto, any, tool or none.');
   }
+}
+
+/** A tool_choice that forces a withdrawn server tool, or any tool when all were withdrawn, cannot be honoured: 400. */
+function refuseForcingWithdrawn(choice: Record<string, unknown>, offer: ChatToolOffer): void {
+  const why = 'it forces a tool that only Anthropic\'s platform runs, withdrawn from the offer to this model (see x-gateway-ignored-params).';
+  if (choice.type === 'tool' && typeof choice.name === 'string' && offer.withdrawnNames.has(choice.name)) throw unsupportedField('tool_choice', why);
+  if (choice.type === 'any' && offer.tools === undefined && offer.withdrawn.length > 0) throw unsupportedField('tool_choice', why);
 }
 
 /** `stop_sequences` as chat's `stop`; undefined when there are none. */

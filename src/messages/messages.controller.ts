@@ -2,8 +2,8 @@ import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/c
 import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
-import { ChatRequest } from '../chat/chat-request.pipe';
 import { ChatService } from '../chat/chat.service';
+import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
@@ -18,13 +18,14 @@ import { MalformedToolArguments } from './malformed-tool-arguments';
 import { messageFromCompletion } from './message-body';
 import { MessageEventStream } from './message-event-stream';
 import { promptTokens } from './message-tokens';
-import { CountTokensRequest, CountTokensRequestPipe, MessagesRequestPipe } from './messages-request.pipe';
+import { CountTokensRequest, CountTokensRequestPipe, MessagesRequest, MessagesRequestPipe } from './messages-request.pipe';
 
 const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {type, message, code, param}}, type named after the status (docs/messages.md).';
 
 /**
  * Anthropic's Messages API for the catalog's chat models, served by one chat completion: the same checks,
  * hold, upstream call and charge as chat. The key may come as x-api-key; anthropic-version and anthropic-beta are accepted.
+ * What chat has no place for is accepted and named in x-gateway-ignored-params (docs/messages.md).
  */
 @Controller('v1/messages')
 @AcceptsXApiKey()
@@ -32,6 +33,7 @@ export class MessagesController {
   constructor(
     private readonly chat: ChatService,
     private readonly malformedToolArguments: MalformedToolArguments,
+    private readonly ignoredParams: IgnoredParamsReport,
   ) {}
 
   @Post()
@@ -48,8 +50,10 @@ export class MessagesController {
       content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
     },
   })
-  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) chat: ChatRequest): Promise<void> {
+  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) request: MessagesRequest): Promise<void> {
+    const { chat, ignored } = request;
     const call = chatCall('/v1/messages', req, res, meter, chat);
+    this.ignoredParams.report('/v1/messages', res, ignored);
     if (chat.stream) {
       const prompt = await promptTokens(chat.body.messages, chat.body.tools as unknown[] | undefined);
       const onMalformed = (calls: number) =>
@@ -74,8 +78,13 @@ export class MessagesController {
     body: { contentType: 'application/json', schema: countTokensBody },
     success: { status: 200, description: 'The input tokens', content: json(countTokensAnswer) },
   })
-  async countTokens(@Metered() meter: UsageMeter, @Body(CountTokensRequestPipe) request: CountTokensRequest): Promise<{ input_tokens: number }> {
+  async countTokens(
+    @Res({ passthrough: true }) res: Response,
+    @Metered() meter: UsageMeter,
+    @Body(CountTokensRequestPipe) request: CountTokensRequest,
+  ): Promise<{ input_tokens: number }> {
     meter.describe({ model: request.model.id, streamed: false });
+    this.ignoredParams.report('/v1/messages/count_tokens', res, request.ignored);
     return { input_tokens: await promptTokens(request.messages, request.tools) };
   }
 }

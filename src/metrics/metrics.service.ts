@@ -110,6 +110,12 @@ export class MetricsService {
     labelNames: ['endpoint', 'model'] as const,
     registers: [this.registry],
   });
+  private readonly ignoredParams = new Counter({
+    name: 'gateway_ignored_params_total',
+    help: 'Request fields, include values and tools accepted and not used (named in x-gateway-ignored-params), by route and param ("other": a field the gateway does not know).',
+    labelNames: ['route', 'param'] as const,
+    registers: [this.registry],
+  });
 
   private readonly pendingWrites = new Gauge({
     name: 'gateway_pending_writes',
@@ -193,6 +199,10 @@ export class MetricsService {
   /** Tool calls from an upstream whose arguments were not a JSON object (never their content: it may hold user data). */
   upstreamToolArgumentsMalformed(endpoint: string, model: string, calls: number): void {
     this.malformedToolArguments.inc({ endpoint: endpointLabel(endpoint), model: this.modelLabel(model) }, calls);
+  }
+
+  paramIgnored(route: string, param: string): void {
+    this.ignoredParams.inc({ route, param });
   }
 
   setPendingWrites(count: number): void {

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { tokenUsageOf } from '../billing/request-cost';
 import { ResponseEcho } from './responses-request.pipe';
+import { ToolShape, ToolShapes } from './responses-tools';
 
-/** An OpenAI-style object id: `resp_…`, `msg_…`, `fc_…`. */
-export function newId(prefix: 'resp' | 'msg' | 'fc'): string {
+/** An OpenAI-style object id: `resp_…`, `msg_…`, `fc_…` (function calls), `ctc_…` (custom tool calls), `lsh_…` (local shell calls). */
+export function newId(prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'lsh'): string {
   return `${prefix}_${randomBytes(24).toString('hex')}`;
 }
 
@@ -13,6 +14,8 @@ export interface ResponseBase {
   createdAt: number;
   model: string;
   echo: ResponseEcho;
+  /** What each function offered upstream stands for (responses-tools.ts). */
+  toolShapes: ToolShapes;
 }
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -27,8 +30,8 @@ export interface ResponseState {
   error?: { code: string; message: string } | null;
 }
 
-export function newResponseBase(model: string, echo: ResponseEcho): ResponseBase {
-  return { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model, echo };
+export function newResponseBase(model: string, echo: ResponseEcho, toolShapes: ToolShapes = new Map()): ResponseBase {
+  return { id: newId('resp'), createdAt: Math.floor(Date.now() / 1000), model, echo, toolShapes };
 }
 
 /** The Response object (OpenAI's `Response` schema) in the given state. */
@@ -69,8 +72,64 @@ export function messageItem(id: string, status: ResponseStatus, content: Record<
   return { id, type: 'message', status, role: 'assistant', content };
 }
 
-export function functionCallItem(id: string, status: ResponseStatus, call: { callId: string; name: string; arguments: string }): OutputItem {
-  return { id, type: 'function_call', status, call_id: call.callId, name: call.name, arguments: call.arguments };
+/** A chat tool call: its id, the function named upstream, and the arguments as JSON text. */
+export interface CallParts {
+  callId: string;
+  name: string;
+  arguments: string;
+}
+
+/** What a chat function call stands for: the offered tool of that name, or a plain function (an upstream may name one it was not offered). */
+export function toolShapeOf(shapes: ToolShapes, chatName: string): ToolShape {
+  return shapes.get(chatName) ?? { kind: 'function', name: chatName };
+}
+
+/** The id prefix of a tool call's output item. */
+export function callItemPrefix(shape: ToolShape): 'fc' | 'ctc' | 'lsh' {
+  return shape.kind === 'custom' ? 'ctc' : shape.kind === 'local_shell' ? 'lsh' : 'fc';
+}
+
+/**
+ * A chat tool call as the output item of the tool it stands for: `function_call` (with its `namespace` for a
+ * tool of a group), `custom_tool_call` with the free-form `input`, or `local_shell_call` with its exec action.
+ */
+export function toolCallItem(id: string, status: ResponseStatus, call: CallParts, shape: ToolShape): OutputItem {
+  const namespace = shape.namespace ? { namespace: shape.namespace } : {};
+  switch (shape.kind) {
+    case 'custom':
+      return { id, type: 'custom_tool_call', status, call_id: call.callId, name: shape.name, input: customInput(call.arguments), ...namespace };
+    case 'local_shell':
+      return { id, type: 'local_shell_call', status, call_id: call.callId, action: localShellAction(call.arguments) };
+    default:
+      return { id, type: 'function_call', status, call_id: call.callId, name: shape.name, arguments: call.arguments, ...namespace };
+  }
+}
+
+/** A custom tool's input: the `input` string of the arguments; arguments of another shape are passed on as their text. */
+export function customInput(args: string): string {
+  const parsed = parsedObject(args);
+  return typeof parsed?.input === 'string' ? parsed.input : args;
+}
+
+function localShellAction(args: string): Record<string, unknown> {
+  const parsed = parsedObject(args) ?? {};
+  const command = Array.isArray(parsed.command) ? parsed.command.filter((part): part is string => typeof part === 'string') : [];
+  return {
+    type: 'exec',
+    command,
+    env: {},
+    ...(typeof parsed.workdir === 'string' ? { working_directory: parsed.workdir } : {}),
+    ...(typeof parsed.timeout_ms === 'number' ? { timeout_ms: parsed.timeout_ms } : {}),
+  };
+}
+
+function parsedObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A non-streamed chat.completion (its first choice) as the Response it answers. */
@@ -87,13 +146,9 @@ export function responseFromCompletion(base: ResponseBase, completion: Record<st
   const output: OutputItem[] = [];
   if (content.length > 0 || calls.length === 0) output.push(messageItem(newId('msg'), status, content.length ? content : [outputTextPart('')]));
   for (const call of calls) {
-    output.push(
-      functionCallItem(newId('fc'), 'completed', {
-        callId: String(call?.id ?? ''),
-        name: String(call?.function?.name ?? ''),
-        arguments: String(call?.function?.arguments ?? ''),
-      }),
-    );
+    const parts = { callId: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') };
+    const shape = toolShapeOf(base.toolShapes, parts.name);
+    output.push(toolCallItem(newId(callItemPrefix(shape)), 'completed', parts, shape));
   }
   return responseObject(base, { status, output, usage: completion.usage, incompleteReason });
 }

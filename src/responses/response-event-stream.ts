@@ -2,7 +2,8 @@ import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { ErrorCode, GatewayError } from '../errors';
 import {
-  functionCallItem,
+  callItemPrefix,
+  customInput,
   messageItem,
   newId,
   OutputItem,
@@ -11,7 +12,10 @@ import {
   responseObject,
   ResponseState,
   statusOf,
+  toolCallItem,
+  toolShapeOf,
 } from './response-body';
+import { ToolShape } from './responses-tools';
 
 /** A message item being written: its one content part, answer text or refusal. */
 interface OpenText {
@@ -55,6 +59,8 @@ interface OpenCall {
   callId: string;
   name: string;
   arguments: string;
+  /** The tool it stands for, known once the upstream names the function (its first delta). */
+  shape: ToolShape;
 }
 
 interface ChunkChoice {
@@ -157,16 +163,19 @@ export class ResponseEventStream implements ChatStreamSink {
     const args = delta.function?.arguments;
     if (typeof args === 'string' && args !== '') {
       call.arguments += args;
-      this.emit('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: args });
+      // A custom tool's input is the `input` string inside the arguments: it is sent whole when the call ends.
+      if (call.shape.kind === 'function') this.emit('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: args });
     }
   }
 
   private openCall(delta: ToolCallDelta): OpenCall {
     this.closeOpenItem('completed');
     const name = typeof delta.function?.name === 'string' ? delta.function.name : '';
-    const call = { id: newId('fc'), index: this.output.length, chatIndex: delta.index, callId: typeof delta.id === 'string' ? delta.id : '', name, arguments: '' };
+    const shape = toolShapeOf(this.base.toolShapes, name);
+    const callId = typeof delta.id === 'string' ? delta.id : '';
+    const call = { id: newId(callItemPrefix(shape)), index: this.output.length, chatIndex: delta.index, callId, name, arguments: '', shape };
     this.call = call;
-    const item = functionCallItem(call.id, 'in_progress', call);
+    const item = toolCallItem(call.id, 'in_progress', call, shape);
     this.output.push(item);
     this.emit('response.output_item.added', { output_index: call.index, item });
     return call;
@@ -183,9 +192,15 @@ export class ResponseEventStream implements ChatStreamSink {
       this.text = null;
     }
     if (this.call) {
-      const { id, index, name } = this.call;
-      this.emit('response.function_call_arguments.done', { item_id: id, output_index: index, name, arguments: this.call.arguments });
-      this.finishItem(index, functionCallItem(id, 'completed', this.call));
+      const { id, index, shape } = this.call;
+      if (shape.kind === 'function') {
+        this.emit('response.function_call_arguments.done', { item_id: id, output_index: index, name: shape.name, arguments: this.call.arguments });
+      } else if (shape.kind === 'custom') {
+        const input = customInput(this.call.arguments);
+        this.emit('response.custom_tool_call_input.delta', { item_id: id, output_index: index, delta: input });
+        this.emit('response.custom_tool_call_input.done', { item_id: id, output_index: index, input });
+      }
+      this.finishItem(index, toolCallItem(id, 'completed', this.call, shape));
       this.call = null;
     }
   }

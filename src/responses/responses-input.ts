@@ -1,6 +1,7 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
+import { chatToolName } from './responses-tools';
 
 /** One message of a chat completion body. */
 export type ChatMessage = Record<string, unknown>;
@@ -44,10 +45,21 @@ function appendItem(messages: ChatMessage[], item: unknown, path: string): void 
       messages.push(chatMessage(item, path));
       return;
     case 'function_call':
-      appendToolCall(messages, item, path);
+      appendToolCall(messages, requiredString(item, 'call_id', path), chatToolName(requiredString(item, 'name', path), item.namespace), requiredString(item, 'arguments', path));
+      return;
+    case 'custom_tool_call':
+      appendToolCall(messages, requiredString(item, 'call_id', path), chatToolName(requiredString(item, 'name', path), item.namespace), JSON.stringify({ input: requiredString(item, 'input', path) }));
+      return;
+    case 'local_shell_call':
+      appendToolCall(messages, requiredString(item, 'call_id', path), 'local_shell', localShellArguments(item.action, `${path}.action`));
       return;
     case 'function_call_output':
+    case 'custom_tool_call_output':
       messages.push({ role: 'tool', tool_call_id: requiredString(item, 'call_id', path), content: toolOutput(item.output, `${path}.output`) });
+      return;
+    case 'local_shell_call_output':
+      // OpenAI names the call it answers `id` here (the call's call_id); `call_id` is read first where a client sends it.
+      messages.push({ role: 'tool', tool_call_id: requiredString(item, typeof item.call_id === 'string' ? 'call_id' : 'id', path), content: toolOutput(item.output, `${path}.output`) });
       return;
     case 'reasoning':
       // A reasoning model's earlier summary: chat completions take none back, and the answer does not depend on it.
@@ -101,19 +113,26 @@ function imagePart(part: Record<string, unknown>, path: string): ChatPart {
   return { type: 'image_url', image_url: typeof detail === 'string' ? { url, detail } : { url } };
 }
 
-/** A function call the model made earlier: a tool call of the assistant message it belongs to. */
-function appendToolCall(messages: ChatMessage[], item: Record<string, unknown>, path: string): void {
-  const call = {
-    id: requiredString(item, 'call_id', path),
-    type: 'function',
-    function: { name: requiredString(item, 'name', path), arguments: requiredString(item, 'arguments', path) },
-  };
+/** A tool call the model made earlier (function, custom, grouped or local shell): a tool call of the assistant message it belongs to. */
+function appendToolCall(messages: ChatMessage[], callId: string, name: string, args: string): void {
+  const call = { id: callId, type: 'function', function: { name, arguments: args } };
   const last = messages[messages.length - 1];
   if (last?.role === 'assistant') {
     last.tool_calls = [...((last.tool_calls as unknown[] | undefined) ?? []), call];
     return;
   }
   messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+}
+
+/** A local shell call's exec action as the arguments of the `local_shell` function that stands for it. */
+function localShellArguments(action: unknown, path: string): string {
+  if (!isJsonObject(action)) throw invalidField(path, 'action must be an object.');
+  const command = action.command;
+  if (!Array.isArray(command) || command.some((part) => typeof part !== 'string')) throw invalidField(`${path}.command`, 'command must be an array of strings.');
+  const args: Record<string, unknown> = { command };
+  if (typeof action.working_directory === 'string') args.workdir = action.working_directory;
+  if (typeof action.timeout_ms === 'number') args.timeout_ms = action.timeout_ms;
+  return JSON.stringify(args);
 }
 
 function toolOutput(output: unknown, path: string): string {

@@ -1,13 +1,14 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
+import { IgnoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkResponsesFields } from './dto/responses.schema';
 import { chatMessages } from './responses-input';
-import { refuseUnservedFields } from './responses-refusals';
-import { chatResponseFormat, chatToolChoice, chatTools } from './responses-tools';
+import { ignoredFields, refuseUnservedFields } from './responses-fields';
+import { chatResponseFormat, chatToolChoice, chatTools, ToolShapes } from './responses-tools';
 
 /** What OpenAI's Response repeats of its request. */
 export interface ResponseEcho {
@@ -23,10 +24,13 @@ export interface ResponseEcho {
   user?: string;
 }
 
-/** A Responses request that passed validation: the chat completion it is served by, and what its answer echoes. */
+/** A Responses request that passed validation: the chat completion it is served by, what its answer echoes, the tools' shapes, and what is not used. */
 export interface ResponsesRequest {
   chat: ChatRequest;
   echo: ResponseEcho;
+  /** What each function offered upstream stands for, to answer its calls in the tool's own shape. */
+  toolShapes: ToolShapes;
+  ignored: IgnoredParam[];
 }
 
 /** OpenAI's limits on `metadata`: 16 pairs, keys up to 64 characters, values strings up to 512. */
@@ -36,7 +40,7 @@ const METADATA_VALUE_LENGTH = 512;
 
 /**
  * Validates a Responses body in chat's order (model first, then the fields), refuses what needs server
- * state or built-in tools, and translates the rest into the chat completion that serves it (docs/responses.md).
+ * state, translates what chat can serve into the chat completion, and names the rest as ignored (docs/responses.md).
  */
 @Injectable()
 export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesRequest> {
@@ -50,8 +54,8 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
     const checked = fields as CheckedResponsesFields;
     checkMetadata(isJsonObject(fields.metadata) ? fields.metadata : null);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(checked.instructions, fields.input) };
-    const tools = chatTools(fields.tools);
-    const toolChoice = chatToolChoice(fields.tool_choice);
+    const offer = chatTools(fields.tools);
+    const toolChoice = chatToolChoice(fields.tool_choice, offer);
     const responseFormat = chatResponseFormat(fields.text);
     const reasoningEffort = isJsonObject(fields.reasoning) ? fields.reasoning.effort : undefined;
     setPresent(chatBody, {
@@ -60,9 +64,10 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
       temperature: checked.temperature,
       top_p: checked.top_p,
       user: checked.user,
-      tools,
-      tool_choice: toolChoice,
-      parallel_tool_calls: checked.parallel_tool_calls,
+      tools: offer.tools,
+      // Chat upstreams refuse both without tools (all of them may have been withdrawn).
+      tool_choice: offer.tools ? toolChoice : undefined,
+      parallel_tool_calls: offer.tools ? checked.parallel_tool_calls : undefined,
       response_format: responseFormat,
       reasoning_effort: typeof reasoningEffort === 'string' ? reasoningEffort : undefined,
     });
@@ -81,6 +86,8 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
         tools: (fields.tools as unknown[] | null | undefined) ?? [],
         ...(typeof checked.user === 'string' ? { user: checked.user } : {}),
       },
+      toolShapes: offer.shapes,
+      ignored: ignoredFields(fields, offer.withdrawn),
     };
   }
 }

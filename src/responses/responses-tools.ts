@@ -1,39 +1,156 @@
+import { IgnoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
 
-const BUILT_IN = 'built-in tools run on OpenAI\'s platform, not on chat-completion upstreams; only function tools are served.';
+const BUILT_IN = "built-in tools run on OpenAI's platform, not on chat-completion upstreams";
 
-/** Responses function tools (`{type, name, parameters, …}`) as chat tools (`{type, function: {name, parameters, …}}`). */
-export function chatTools(tools: unknown): Record<string, unknown>[] | undefined {
-  if (tools === undefined || tools === null) return undefined;
+/**
+ * How a tool the client runs itself is offered to a chat upstream, and how the upstream's call of it is
+ * answered: a function as it is, a custom tool as a function of one string `input`, a tool of a group
+ * (`namespace`) as a function named `group__tool`, the local shell as a function of its exec action.
+ */
+export interface ToolShape {
+  kind: 'function' | 'custom' | 'local_shell';
+  /** The tool's own name (within its group). */
+  name: string;
+  namespace?: string;
+}
+
+/** The chat function names offered upstream, each with the tool it stands for. */
+export type ToolShapes = Map<string, ToolShape>;
+
+/** The tools a chat upstream is offered, and those withdrawn from the offer because only OpenAI's platform runs them. */
+export interface ResponsesToolOffer {
+  tools: Record<string, unknown>[] | undefined;
+  shapes: ToolShapes;
+  withdrawn: IgnoredParam[];
+  /** The types of the withdrawn tools, which a tool_choice may not force. */
+  withdrawnTypes: Set<string>;
+}
+
+/** Built-in tools by type: the metric's labels for withdrawn tools (any other type is counted as `tools:other`). */
+const BUILT_IN_TYPES = new Set([
+  'web_search', 'web_search_preview', 'web_search_2025_08_26', 'web_search_preview_2025_03_11', 'file_search', 'code_interpreter',
+  'image_generation', 'mcp', 'computer', 'computer_use_preview', 'tool_search', 'shell', 'apply_patch',
+]);
+
+/** The group and tool separator of flattened names: chat function names allow `[A-Za-z0-9_-]` only. */
+const GROUP_SEPARATOR = '__';
+
+/** The chat function name of a tool: its name, or `group__name` for a tool of a group. */
+export function chatToolName(name: string, namespace?: unknown): string {
+  return typeof namespace === 'string' && namespace !== '' ? `${namespace}${GROUP_SEPARATOR}${name}` : name;
+}
+
+/** A custom tool's free-form input, as the one parameter of the function that stands for it. */
+const CUSTOM_INPUT_SCHEMA = {
+  type: 'object',
+  properties: { input: { type: 'string', description: 'The whole input of the tool, as free-form text.' } },
+  required: ['input'],
+  additionalProperties: false,
+};
+
+/** The local shell's exec action (Codex's `local_shell`), as the parameters of the function that stands for it. */
+const LOCAL_SHELL_SCHEMA = {
+  type: 'object',
+  properties: {
+    command: { type: 'array', items: { type: 'string' }, description: 'The command and its arguments, e.g. ["bash", "-lc", "ls"].' },
+    workdir: { type: 'string', description: 'The working directory.' },
+    timeout_ms: { type: 'integer', description: 'The most time the command may take, in milliseconds.' },
+  },
+  required: ['command'],
+  additionalProperties: false,
+};
+const LOCAL_SHELL_DESCRIPTION = 'Runs a command in a local shell and returns its output.';
+
+/**
+ * Responses tools as chat function tools (DESIGN.md section 11): functions as they are, custom tools, tool
+ * groups and the local shell in the shapes above; built-in tools, which OpenAI's platform runs, are withdrawn
+ * from the offer and named.
+ */
+export function chatTools(tools: unknown): ResponsesToolOffer {
+  const offer: ResponsesToolOffer = { tools: undefined, shapes: new Map(), withdrawn: [], withdrawnTypes: new Set() };
+  if (tools === undefined || tools === null) return offer;
   if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
-  return tools.map((tool, i) => {
+  const offered: Record<string, unknown>[] = [];
+  const add = (fn: Record<string, unknown>, shape: ToolShape, path: string) => {
+    const chatName = fn.name as string;
+    if (offer.shapes.has(chatName)) throw invalidField(`${path}.name`, `tool names must be unique; ${quotedClientText(chatName)} is offered twice.`);
+    offer.shapes.set(chatName, shape);
+    offered.push({ type: 'function', function: fn });
+  };
+  tools.forEach((tool, i) => {
     const path = `tools[${i}]`;
     if (!isJsonObject(tool)) throw invalidField(path, 'a tool must be an object.');
-    if (tool.type !== 'function') {
-      throw unsupportedField(`${path}.type`, `${typeof tool.type === 'string' ? quotedClientText(tool.type) : 'this tool'}: ${BUILT_IN}`);
+    if (typeof tool.type !== 'string') throw invalidField(`${path}.type`, 'type must be a string.');
+    switch (tool.type) {
+      case 'function':
+      case 'custom':
+        add(...clientTool(tool, path));
+        return;
+      case 'namespace':
+        for (const [fn, shape, at] of groupTools(tool, path)) add(fn, shape, at);
+        return;
+      case 'local_shell':
+        add({ name: 'local_shell', description: LOCAL_SHELL_DESCRIPTION, parameters: LOCAL_SHELL_SCHEMA }, { kind: 'local_shell', name: 'local_shell' }, path);
+        return;
+      default:
+        offer.withdrawn.push({ name: `tools:${tool.type}`, label: `tools:${BUILT_IN_TYPES.has(tool.type) ? tool.type : 'other'}` });
+        offer.withdrawnTypes.add(tool.type);
     }
-    if (typeof tool.name !== 'string' || tool.name === '') throw invalidField(`${path}.name`, 'name must be a non-empty string.');
-    const fn: Record<string, unknown> = { name: tool.name };
-    if (typeof tool.description === 'string') fn.description = tool.description;
-    if (tool.parameters !== undefined && tool.parameters !== null) {
-      if (!isJsonObject(tool.parameters)) throw invalidField(`${path}.parameters`, 'parameters must be a JSON Schema object.');
-      fn.parameters = tool.parameters;
-    }
-    if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
-    return { type: 'function', function: fn };
+  });
+  if (offered.length > 0) offer.tools = offered;
+  return offer;
+}
+
+/** A function or custom tool (on its own, or in a group) as the chat function that stands for it. */
+function clientTool(tool: Record<string, unknown>, path: string, namespace?: string): [Record<string, unknown>, ToolShape, string] {
+  if (typeof tool.name !== 'string' || tool.name === '') throw invalidField(`${path}.name`, 'name must be a non-empty string.');
+  const fn: Record<string, unknown> = { name: chatToolName(tool.name, namespace) };
+  if (typeof tool.description === 'string') fn.description = tool.description;
+  if (tool.type === 'custom') {
+    fn.parameters = CUSTOM_INPUT_SCHEMA;
+    return [fn, { kind: 'custom', name: tool.name, ...(namespace ? { namespace } : {}) }, path];
+  }
+  if (tool.parameters !== undefined && tool.parameters !== null) {
+    if (!isJsonObject(tool.parameters)) throw invalidField(`${path}.parameters`, 'parameters must be a JSON Schema object.');
+    fn.parameters = tool.parameters;
+  }
+  if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
+  return [fn, { kind: 'function', name: tool.name, ...(namespace ? { namespace } : {}) }, path];
+}
+
+/** A tool group's function and custom tools, flattened: `group__tool`. */
+function groupTools(group: Record<string, unknown>, path: string): [Record<string, unknown>, ToolShape, string][] {
+  if (typeof group.name !== 'string' || !/^[A-Za-z0-9_-]+$/.test(group.name)) {
+    throw invalidField(`${path}.name`, 'a namespace name must be a non-empty string of letters, digits, _ and -.');
+  }
+  if (!Array.isArray(group.tools)) throw invalidField(`${path}.tools`, 'tools must be an array of function or custom tools.');
+  const namespace = group.name;
+  return group.tools.map((tool, j) => {
+    const at = `${path}.tools[${j}]`;
+    if (!isJsonObject(tool) || (tool.type !== 'function' && tool.type !== 'custom')) throw invalidField(`${at}.type`, 'a namespace holds function and custom tools.');
+    return clientTool(tool, at, namespace);
   });
 }
 
-/** `auto`, `none`, `required`, or one function by name. */
-export function chatToolChoice(choice: unknown): unknown {
+/** `auto`, `none`, `required`, or one function or custom tool by name; forcing a withdrawn built-in tool is refused. */
+export function chatToolChoice(choice: unknown, offer: ResponsesToolOffer): unknown {
   if (choice === undefined || choice === null) return undefined;
-  if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  if (choice === 'auto' || choice === 'none') return choice;
+  const forcesWithdrawn = `it forces a tool that only OpenAI's platform runs, withdrawn from the offer to this model (see x-gateway-ignored-params): ${BUILT_IN}.`;
+  if (choice === 'required') {
+    if (offer.tools === undefined && offer.withdrawn.length > 0) throw unsupportedField('tool_choice', forcesWithdrawn);
+    return choice;
+  }
   if (!isJsonObject(choice)) throw invalidField('tool_choice', 'tool_choice must be auto, none, required or {"type": "function", "name": …}.');
-  if (choice.type !== 'function') throw unsupportedField('tool_choice', `only function tools can be chosen: ${BUILT_IN}`);
-  if (typeof choice.name !== 'string' || choice.name === '') throw invalidField('tool_choice.name', 'name must be a non-empty string.');
-  return { type: 'function', function: { name: choice.name } };
+  if (choice.type === 'function' || choice.type === 'custom') {
+    if (typeof choice.name !== 'string' || choice.name === '') throw invalidField('tool_choice.name', 'name must be a non-empty string.');
+    return { type: 'function', function: { name: chatToolName(choice.name, choice.namespace) } };
+  }
+  if (typeof choice.type === 'string' && offer.withdrawnTypes.has(choice.type)) throw unsupportedField('tool_choice', forcesWithdrawn);
+  throw unsupportedField('tool_choice', `only function and custom tools can be chosen: ${BUILT_IN}.`);
 }
 
 /** `text.format` as chat's `response_format`; undefined for plain text (chat's default). */

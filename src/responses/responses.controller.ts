@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
+import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayRequest } from '../common/http/gateway-request';
@@ -15,10 +16,16 @@ import { newResponseBase, responseFromCompletion } from './response-body';
 import { ResponseEventStream } from './response-event-stream';
 import { ResponsesRequest, ResponsesRequestPipe } from './responses-request.pipe';
 
-/** OpenAI's Responses API, stateless, served by one chat completion: the same checks, hold, upstream call and charge as chat. */
+/**
+ * OpenAI's Responses API, stateless, served by one chat completion: the same checks, hold, upstream call and charge as chat.
+ * What chat has no place for is accepted and named in x-gateway-ignored-params (docs/responses.md).
+ */
 @Controller('v1')
 export class ResponsesController {
-  constructor(private readonly chat: ChatService) {}
+  constructor(
+    private readonly chat: ChatService,
+    private readonly ignoredParams: IgnoredParamsReport,
+  ) {}
 
   @Post('responses')
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
@@ -35,9 +42,10 @@ export class ResponsesController {
     },
   })
   async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(ResponsesRequestPipe) request: ResponsesRequest): Promise<void> {
-    const { chat, echo } = request;
+    const { chat, echo, toolShapes, ignored } = request;
     const call = chatCall('/v1/responses', req, res, meter, chat);
-    const base = newResponseBase(chat.model.id, echo);
+    this.ignoredParams.report('/v1/responses', res, ignored);
+    const base = newResponseBase(chat.model.id, echo, toolShapes);
     if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res), base));
     const answer = await this.chat.answer(call);
     res.status(200).json(responseFromCompletion(base, answer.body));

@@ -7,7 +7,7 @@ import { documentedBody, object, orNull, string } from '../../openapi/schemas';
  * The scalar fields of a Messages request, checked by MessagesRequestPipe in this order with Anthropic's
  * documented ranges. Messages, system blocks, tools and metadata are checked while they are translated
  * (messages-input.ts, messages-tools.ts); the fields that need Anthropic's own platform are refused
- * before (messages-refusals.ts).
+ * before, and the ones chat has no place for are named as ignored (messages-fields.ts).
  */
 export const messagesCheckedFields: SchemaObject = {
   type: 'object',
@@ -44,7 +44,7 @@ const block: SchemaObject = object({ type: string }, ['type'], true);
 const conversation: Record<string, SchemaObject> = {
   messages: {
     type: 'array',
-    items: object({ role: { type: 'string', enum: ['user', 'assistant'] }, content: { oneOf: [string, { type: 'array', items: block }] } }, ['role', 'content']),
+    items: object({ role: { type: 'string', enum: ['user', 'assistant', 'system'] }, content: { oneOf: [string, { type: 'array', items: block }] } }, ['role', 'content']),
     description: TRANSLATED,
   },
   system: { oneOf: [string, { type: 'array', items: block }] },

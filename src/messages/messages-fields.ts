@@ -1,0 +1,39 @@
+import { IgnoredParam, ignoredParam } from '../chat/ignored-params';
+import { unsupportedField } from '../errors';
+import { MESSAGES_FIELDS } from './dto/messages.schema';
+
+const asked = (value: unknown) => value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+
+/** Fields that need Anthropic's own platform: refused whenever set (DESIGN.md section 11, docs/messages.md). */
+const REFUSED: Record<string, string> = {
+  mcp_servers: "MCP servers are connected by Anthropic's platform; this gateway serves chat-completion upstreams. Call your MCP tools from the client as ordinary tools.",
+  container: "code execution containers run on Anthropic's platform, which this gateway does not offer.",
+};
+
+/**
+ * Accepted and not forwarded to a chat upstream (DESIGN.md section 11): how Anthropic's service tunes the model
+ * (effort, thinking, context editing, tier, caching, region, top_k), which chat has no place for. Any other field
+ * the gateway does not know is ignored too, under the metric label `other`.
+ */
+const IGNORED = ['output_config', 'context_management', 'thinking', 'service_tier', 'cache_control', 'inference_geo', 'top_k'];
+const KNOWN_IGNORED = new Set(IGNORED);
+
+/** Translated into the chat completion: the schema's fields but top_k, which is checked and then ignored. */
+const SERVED = new Set(MESSAGES_FIELDS.filter((name) => !KNOWN_IGNORED.has(name)));
+
+/** 400 `unsupported_parameter` for the first field that needs Anthropic's platform. */
+export function refuseUnservedFields(fields: Record<string, unknown>): void {
+  for (const [name, why] of Object.entries(REFUSED)) {
+    if (Object.prototype.hasOwnProperty.call(fields, name) && asked(fields[name])) throw unsupportedField(name, why);
+  }
+}
+
+/** What the request asked for and the gateway does not use, in request order; the withdrawn tools where `tools` stands. */
+export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[]): IgnoredParam[] {
+  const ignored: IgnoredParam[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    if (name === 'tools') ignored.push(...withdrawnTools);
+    else if (!SERVED.has(name) && !Object.prototype.hasOwnProperty.call(REFUSED, name) && value !== undefined && value !== null) ignored.push(ignoredParam(name, KNOWN_IGNORED));
+  }
+  return ignored;
+}
