@@ -117,7 +117,7 @@ export function contentText(content: unknown): string {
 }
 
 /** Gives the event loop back (setImmediate, after pending I/O) once SLICE_MS of work has passed. */
-class EventLoopYielder {
+export class EventLoopYielder {
   private sliceStart = performance.now();
   private charsSinceCheck = 0;
 

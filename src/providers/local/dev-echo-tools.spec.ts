@@ -10,9 +10,9 @@ const offered = new Map<string, unknown>([
 ]);
 
 describe('scriptedCalls', () => {
-  it('reads each `call NAME {json-object}` line in order, arguments re-serialized', () => {
+  it('reads each `call NAME {json-object}` line in order, arguments re-serialized', async () => {
     const text = 'Please:\ncall get_weather {"city": "Paris"}\n  call get_time   {}  \r\ncall get_weather {"city":"Köln 🦊"}';
-    expect(scriptedCalls(text, offered)).toEqual([
+    expect(await scriptedCalls(text, offered)).toEqual([
       { name: 'get_weather', arguments: '{"city":"Paris"}' },
       { name: 'get_time', arguments: '{}' },
       { name: 'get_weather', arguments: '{"city":"Köln 🦊"}' },
@@ -29,30 +29,44 @@ describe('scriptedCalls', () => {
     ['the keyword inside a word', 'recall get_time {}'],
     ['another keyword', 'Call get_time {}'],
     ['the line not starting with it', 'now call get_time {}'],
-  ])('takes no call from %s', (_, line) => {
-    expect(scriptedCalls(line, offered)).toEqual([]);
+  ])('takes no call from %s', async (_, line) => {
+    expect(await scriptedCalls(line, offered)).toEqual([]);
   });
 
-  it("reads every text part of a content array, a part's end ending its line", () => {
+  it("reads every text part of a content array, a part's end ending its line", async () => {
     const content = [
       { type: 'text', text: '<context>cwd: /tmp</context>' },
       { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
       { type: 'text', text: 'call get_time {"zone": "UTC"}' },
     ];
-    expect(scriptedCalls(content, offered)).toEqual([{ name: 'get_time', arguments: '{"zone":"UTC"}' }]);
+    expect(await scriptedCalls(content, offered)).toEqual([{ name: 'get_time', arguments: '{"zone":"UTC"}' }]);
   });
 
-  it('takes time linear in the text: 10× the lines cost at most ~15× the time', () => {
-    const lines = (n: number) => 'call get_time {"a": [1, 2, 3]}\ncall nope {"x": 1}\ncall get_time {"broken"\n'.repeat(n);
-    const timed = (text: string) => {
+  it('takes time linear in the text: 10× the lines cost at most ~15× the time', async () => {
+    const lines = (n: number) => 'call get_time {"a": [1, 2, 3]}\ncall nope {"x": 1}\ncall get_time {"broken"}\n\n  \ncall get_time {\n'.repeat(n);
+    const timed = async (text: string) => {
       const start = performance.now();
-      scriptedCalls(text, offered);
+      await scriptedCalls(text, offered);
       return performance.now() - start;
     };
-    timed(lines(2000));
-    const small = Math.min(...[0, 1, 2].map(() => timed(lines(5000))));
-    const large = Math.min(...[0, 1, 2].map(() => timed(lines(50_000))));
+    await timed(lines(2000));
+    const best = async (text: string) => Math.min(await timed(text), await timed(text), await timed(text));
+    const small = await best(lines(5000));
+    const large = await best(lines(50_000));
     expect(large).toBeLessThan(Math.max(small, 1) * 15);
+  });
+
+  it('gives the event loop back while it reads a long message of broken call lines', async () => {
+    const text = 'call get_time {]}\n'.repeat(100_000);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const start = performance.now();
+    await scriptedCalls(text, offered);
+    const elapsed = performance.now() - start;
+    clearInterval(timer);
+    // Every 10 ms slice ends with a setImmediate, so the 1 ms timer fires between slices.
+    expect(ticks).toBeGreaterThanOrEqual(Math.floor(elapsed / 50));
+    expect(elapsed).toBeGreaterThan(20);
   });
 });
 
@@ -110,30 +124,30 @@ describe('minimalArguments', () => {
 describe('plannedCalls', () => {
   const user = (text: string) => ({ messages: [{ role: 'user', content: text }], tools: TOOLS });
 
-  it('calls the scripted tools when the choice allows it', () => {
-    expect(plannedCalls(user(''), 'call get_time {}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
-    expect(plannedCalls({ ...user(''), tool_choice: 'auto' }, 'call get_time {}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
+  it('calls the scripted tools when the choice allows it', async () => {
+    expect(await plannedCalls(user(''), 'call get_time {}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
+    expect(await plannedCalls({ ...user(''), tool_choice: 'auto' }, 'call get_time {}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
   });
 
-  it('never calls with tool_choice none, nor without tools', () => {
-    expect(plannedCalls({ ...user(''), tool_choice: 'none' }, 'call get_time {}')).toEqual([]);
-    expect(plannedCalls({ messages: [], tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
+  it('never calls with tool_choice none, nor without tools', async () => {
+    expect(await plannedCalls({ ...user(''), tool_choice: 'none' }, 'call get_time {}')).toEqual([]);
+    expect(await plannedCalls({ messages: [], tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
   });
 
-  it('answers `required` without a script line with the first tool and its least arguments', () => {
-    expect(plannedCalls({ ...user(''), tool_choice: 'required' }, 'hello')).toEqual([{ name: 'get_weather', arguments: '{"city":""}' }]);
+  it('answers `required` without a script line with the first tool and its least arguments', async () => {
+    expect(await plannedCalls({ ...user(''), tool_choice: 'required' }, 'hello')).toEqual([{ name: 'get_weather', arguments: '{"city":""}' }]);
   });
 
-  it('answers a tool forced by name with that tool: its script lines only, else its least arguments', () => {
+  it('answers a tool forced by name with that tool: its script lines only, else its least arguments', async () => {
     const forced = { ...user(''), tool_choice: { type: 'function', function: { name: 'get_time' } } };
-    expect(plannedCalls(forced, 'call get_weather {"city": "Oslo"}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
-    expect(plannedCalls(forced, 'call get_time {"zone": "CET"}')).toEqual([{ name: 'get_time', arguments: '{"zone":"CET"}' }]);
-    expect(plannedCalls({ ...forced, tool_choice: { type: 'function', function: { name: 'not_offered' } } }, 'hi')).toEqual([]);
+    expect(await plannedCalls(forced, 'call get_weather {"city": "Oslo"}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
+    expect(await plannedCalls(forced, 'call get_time {"zone": "CET"}')).toEqual([{ name: 'get_time', arguments: '{"zone":"CET"}' }]);
+    expect(await plannedCalls({ ...forced, tool_choice: { type: 'function', function: { name: 'not_offered' } } }, 'hi')).toEqual([]);
   });
 
-  it('only offers function tools with a name', () => {
+  it('only offers function tools with a name', async () => {
     const tools = [{ type: 'custom', custom: { name: 'get_time' } }, { type: 'function', function: {} }, null];
-    expect(plannedCalls({ messages: [], tools, tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
+    expect(await plannedCalls({ messages: [], tools, tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
   });
 });
 

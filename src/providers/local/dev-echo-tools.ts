@@ -1,4 +1,5 @@
 import { isJsonObject } from '../../common/json/scalar-fields';
+import { EventLoopYielder } from '../token-count';
 
 /** A tool call dev-echo makes: the function's name and its arguments as JSON text. */
 export interface PlannedCall {
@@ -17,13 +18,13 @@ const CALL_KEYWORD = 'call';
  * (`required`: the first tool; or one function by name), one call with the least arguments its schema
  * requires; `tool_choice: "none"` never calls. Empty: no call, the answer is text.
  */
-export function plannedCalls(body: Record<string, unknown>, lastUserContent: unknown): PlannedCall[] {
+export async function plannedCalls(body: Record<string, unknown>, lastUserContent: unknown): Promise<PlannedCall[]> {
   const choice = body.tool_choice;
   if (choice === 'none') return [];
   const forcedName = forcedFunctionName(choice);
   const offered = offeredTools(body.tools, forcedName);
   if (offered.size === 0) return [];
-  const scripted = scriptedCalls(lastUserContent, offered);
+  const scripted = await scriptedCalls(lastUserContent, offered);
   if (scripted.length > 0 || (choice !== 'required' && forcedName === null)) return scripted;
   const [name, parameters] = offered.entries().next().value!;
   return [{ name, arguments: JSON.stringify(minimalArguments(parameters)) }];
@@ -50,14 +51,20 @@ function offeredTools(tools: unknown, onlyName: string | null): OfferedTools {
 
 /**
  * The `call NAME {json-object}` lines of a message's text parts, in order (a part's end also ends a line);
- * a line whose NAME is not offered or whose rest is not a JSON object is no call. Linear in the text.
+ * a line whose NAME is not offered or whose rest is not a JSON object is no call. Linear in the text, and
+ * it gives the event loop back every 10 ms: a 10 MB message of broken call lines costs seconds of parsing.
  */
-export function scriptedCalls(content: unknown, offered: ReadonlyMap<string, unknown>): PlannedCall[] {
+export async function scriptedCalls(content: unknown, offered: ReadonlyMap<string, unknown>): Promise<PlannedCall[]> {
   const calls: PlannedCall[] = [];
+  const yielder = new EventLoopYielder();
   for (const text of textParts(content)) {
-    for (const line of text.split('\n')) {
-      const call = callOfLine(line, offered);
+    for (let start = 0; start <= text.length; ) {
+      const newline = text.indexOf('\n', start);
+      const end = newline < 0 ? text.length : newline;
+      const call = callOfLine(text, start, end, offered);
       if (call) calls.push(call);
+      if (yielder.due(end - start + 1)) await yielder.yield();
+      start = end + 1;
     }
   }
   return calls;
@@ -69,16 +76,17 @@ function textParts(content: unknown): string[] {
   return content.filter((part) => isJsonObject(part) && part.type === 'text' && typeof part.text === 'string').map((part) => part.text as string);
 }
 
-/** One line read as `call NAME {json-object}` (surrounding whitespace allowed), or null. */
-function callOfLine(line: string, offered: ReadonlyMap<string, unknown>): PlannedCall | null {
-  const trimmed = line.trim();
-  if (!trimmed.startsWith(CALL_KEYWORD) || !isWhitespace(trimmed.charAt(CALL_KEYWORD.length))) return null;
-  const rest = trimmed.slice(CALL_KEYWORD.length).trimStart();
+/** The line `text[start, end)` read as `call NAME {json-object}` (surrounding whitespace allowed), or null; other lines cost no copy. */
+function callOfLine(text: string, start: number, end: number, offered: ReadonlyMap<string, unknown>): PlannedCall | null {
+  let first = start;
+  while (first < end && isWhitespace(text.charAt(first))) first++;
+  if (!text.startsWith(CALL_KEYWORD, first) || !isWhitespace(text.charAt(first + CALL_KEYWORD.length))) return null;
+  const rest = text.slice(first + CALL_KEYWORD.length, end).trim();
   const nameEnd = rest.search(/\s/);
   if (nameEnd < 0) return null;
   const name = rest.slice(0, nameEnd);
   const json = rest.slice(nameEnd).trimStart();
-  if (!offered.has(name) || !json.startsWith('{')) return null;
+  if (!offered.has(name) || !json.startsWith('{') || !json.endsWith('}')) return null;
   const args = parsedObject(json);
   return args === null ? null : { name, arguments: JSON.stringify(args) };
 }

@@ -33,7 +33,7 @@ export async function echoReply(body: ChatRequestBody): Promise<EchoReply> {
   const messages = body.messages as unknown[];
   const results = toolResultsText(messages);
   const lastUser = lastUserContent(messages);
-  const calls = results === null ? plannedCalls(body, lastUser) : [];
+  const calls = results === null ? await plannedCalls(body, lastUser) : [];
   const answer = calls.length > 0 ? await toolCallAnswer(calls) : await textAnswer(results ?? textOf(lastUser), outputLimit(body));
   return {
     id: `chatcmpl-${randomBytes(12).toString('hex')}`,
