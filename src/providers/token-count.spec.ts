@@ -5,7 +5,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { countPromptTokens, countTextTokens, tokenPrefix, toolDefinitions } from './token-count';
+import { countPromptTokens, countTextTokens, countToolCallTokens, tokenPrefix, toolDefinitions } from './token-count';
 import { MAX_PIECE_LENGTH, tokenPieces } from './token-pieces';
 
 const ROOT = join(__dirname, '../..');
@@ -127,6 +127,17 @@ describe('countPromptTokens', () => {
       plain + countTokens(JSON.stringify(tools)) + countTokens(JSON.stringify(functions)),
     );
     expect(toolDefinitions({ messages, tools: null })).toEqual([]);
+  });
+});
+
+describe('countToolCallTokens', () => {
+  it("counts the calls' names and arguments as one text, in order, as the produced text of an answer is counted", async () => {
+    const calls = [
+      { name: 'get_weather', arguments: '{"city":"Köln","unit":"celsius"}' },
+      { name: 'get_time', arguments: '{}' },
+    ];
+    expect(await countToolCallTokens(calls)).toBe(countTokens('get_weather{"city":"Köln","unit":"celsius"}get_time{}'));
+    expect(await countToolCallTokens([])).toBe(0);
   });
 });
 

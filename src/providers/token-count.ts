@@ -55,6 +55,14 @@ async function countWith(text: string, yielder: EventLoopYielder): Promise<numbe
   return total;
 }
 
+/**
+ * Tokens of tool calls as the gateway counts what a model produced (chat-usage.ts): each call's name then
+ * its arguments, one text in order, so that dev-echo's count is the count billed for an upstream without usage.
+ */
+export function countToolCallTokens(calls: readonly { name: string; arguments: string }[]): Promise<number> {
+  return countTextTokens(calls.map((call) => call.name + call.arguments).join(''));
+}
+
 /** The longest prefix of a text that has at most `limit` tokens (dev-echo's max_tokens cut), with its count. */
 export async function tokenPrefix(text: string, limit: number): Promise<TokenPrefix> {
   let tokens = 0;
@@ -109,7 +117,7 @@ export function contentText(content: unknown): string {
 }
 
 /** Gives the event loop back (setImmediate, after pending I/O) once SLICE_MS of work has passed. */
-class EventLoopYielder {
+export class EventLoopYielder {
   private sliceStart = performance.now();
   private charsSinceCheck = 0;
 

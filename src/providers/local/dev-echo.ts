@@ -1,35 +1,92 @@
 import { randomBytes } from 'node:crypto';
 import { ChatRequestBody } from '../upstream-provider';
-import { contentText, countPromptTokens, countTextTokens, tokenPrefix, toolDefinitions } from '../token-count';
+import { contentText, countPromptTokens, countTextTokens, countToolCallTokens, tokenPrefix, toolDefinitions } from '../token-count';
+import { PlannedCall, plannedCalls } from './dev-echo-tools';
 
-/** What dev-echo answers: the last user message, cut to the output limit, with real token counts. */
+/** A tool call in chat's shape. */
+export interface EchoToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/**
+ * What dev-echo answers (one choice): tool calls (a `call` script line, or a forced tool), the tool results'
+ * text after tool results, else the last user message; text cut to the output limit; real token counts.
+ */
 export interface EchoReply {
   id: string;
   created: number;
-  content: string;
-  finishReason: 'stop' | 'length';
+  /** The text answered; null when the answer is tool calls. */
+  content: string | null;
+  toolCalls: EchoToolCall[];
+  finishReason: 'stop' | 'length' | 'tool_calls';
   promptTokens: number;
+  /** The tokens of one choice's answer. */
   completionTokens: number;
 }
 
+type EchoAnswer = Pick<EchoReply, 'content' | 'toolCalls' | 'finishReason' | 'completionTokens'>;
+
+/** dev-echo's answer to a chat body (DESIGN.md section 11). */
 export async function echoReply(body: ChatRequestBody): Promise<EchoReply> {
-  const lastUser = [...body.messages].reverse().find((m) => (m as { role?: unknown })?.role === 'user') as { content?: unknown } | undefined;
-  const text = lastUser?.content === undefined || lastUser.content === null ? '' : contentText(lastUser.content);
-  const limit = outputLimit(body);
-  const reply = limit === null ? { text, tokens: await countTextTokens(text), cut: false } : await tokenPrefix(text, limit);
+  const messages = body.messages as unknown[];
+  const results = toolResultsText(messages);
+  const lastUser = lastUserContent(messages);
+  const calls = results === null ? await plannedCalls(body, lastUser) : [];
+  const answer = calls.length > 0 ? await toolCallAnswer(calls) : await textAnswer(results ?? textOf(lastUser), outputLimit(body));
   return {
     id: `chatcmpl-${randomBytes(12).toString('hex')}`,
     created: Math.floor(Date.now() / 1000),
-    content: reply.text,
-    finishReason: reply.cut ? 'length' : 'stop',
+    ...answer,
     promptTokens: await countPromptTokens(body.messages, toolDefinitions(body)),
-    completionTokens: reply.tokens,
   };
 }
 
 /** The words of a reply with their trailing whitespace, so that the chunks concatenate to the reply. */
 export function echoWords(content: string): string[] {
   return content.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** The text of the trailing `tool` messages (the results of the last tool calls), one per line; null when the conversation does not end with one. */
+function toolResultsText(messages: unknown[]): string | null {
+  let first = messages.length;
+  while (first > 0 && roleOf(messages[first - 1]) === 'tool') first--;
+  if (first === messages.length) return null;
+  return messages
+    .slice(first)
+    .map((message) => textOf((message as { content?: unknown }).content))
+    .join('\n');
+}
+
+function lastUserContent(messages: unknown[]): unknown {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (roleOf(messages[i]) === 'user') return (messages[i] as { content?: unknown }).content;
+  }
+  return undefined;
+}
+
+function roleOf(message: unknown): unknown {
+  return (message as { role?: unknown } | null)?.role;
+}
+
+function textOf(content: unknown): string {
+  return content === undefined || content === null ? '' : contentText(content);
+}
+
+/** Tool calls are never cut: the arguments must stay a JSON object. */
+async function toolCallAnswer(calls: PlannedCall[]): Promise<EchoAnswer> {
+  return {
+    content: null,
+    toolCalls: calls.map((call) => ({ id: `call_${randomBytes(12).toString('hex')}`, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+    finishReason: 'tool_calls',
+    completionTokens: await countToolCallTokens(calls),
+  };
+}
+
+async function textAnswer(text: string, limit: number | null): Promise<EchoAnswer> {
+  const reply = limit === null ? { text, tokens: await countTextTokens(text), cut: false } : await tokenPrefix(text, limit);
+  return { content: reply.text, toolCalls: [], finishReason: reply.cut ? 'length' : 'stop', completionTokens: reply.tokens };
 }
 
 function outputLimit(body: ChatRequestBody): number | null {

@@ -10,7 +10,8 @@ import {
   UpstreamProvider,
   VerboseTranscription,
 } from '../upstream-provider';
-import { echoReply, echoWords } from './dev-echo';
+import { echoReply } from './dev-echo';
+import { choiceCount, echoChunks, echoCompletion } from './dev-echo-answer';
 import { synthesizeSpeech } from './local-speech.engine';
 import { transcribeLocally } from './local-transcription.engine';
 
@@ -23,43 +24,13 @@ export class LocalProvider implements UpstreamProvider {
 
   async chat(model: CatalogEntry, body: ChatRequestBody): Promise<UpstreamChatJson> {
     assertDevEcho(model);
-    const reply = await echoReply(body);
-    return {
-      body: {
-        id: reply.id,
-        object: 'chat.completion',
-        created: reply.created,
-        model: model.upstream_model,
-        choices: [{ index: 0, message: { role: 'assistant', content: reply.content, refusal: null }, logprobs: null, finish_reason: reply.finishReason }],
-        usage: usageOf(reply.promptTokens, reply.completionTokens),
-      },
-    };
+    return { body: echoCompletion(await echoReply(body), model.upstream_model, choiceCount(body)) };
   }
 
   async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
     assertDevEcho(model);
-    const reply = await echoReply(body);
-    const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
-      id: reply.id,
-      object: 'chat.completion.chunk',
-      created: reply.created,
-      model: model.upstream_model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-    });
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-    return (async function* () {
-      yield chunk({ role: 'assistant', content: '', refusal: null }, null);
-      for (const word of echoWords(reply.content)) {
-        if (signal.aborted) return;
-        // Yield to the event loop between words, as a real upstream's chunks arrive one by one.
-        await new Promise((resolve) => setImmediate(resolve));
-        yield chunk({ content: word }, null);
-      }
-      yield chunk({}, reply.finishReason);
-      if (includeUsage) {
-        yield { ...chunk({}, null), choices: [], usage: usageOf(reply.promptTokens, reply.completionTokens) };
-      }
-    })();
+    return echoChunks(await echoReply(body), model.upstream_model, choiceCount(body), includeUsage, signal);
   }
 
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription> {
@@ -77,8 +48,4 @@ function assertDevEcho(model: CatalogEntry): void {
   if (model.upstream_model !== 'dev-echo') {
     throw new UpstreamFailure('rejected', `The local provider has no chat model "${model.upstream_model}"; it serves dev-echo.`, 404);
   }
-}
-
-function usageOf(promptTokens: number, completionTokens: number) {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
 }
