@@ -2,7 +2,19 @@ import { toFile } from 'openai';
 import { request as httpRequest } from 'node:http';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { audioFixture, audioForm, audioUsageRows, errorOf, FAKE_STT, postTranscription, sdk, withFakeAudioProvider } from './support/audio-support';
+import {
+  audioFixture,
+  audioForm,
+  audioUsageRows,
+  creditsOf,
+  errorOf,
+  expectFairUse,
+  FAKE_STT,
+  postTranscription,
+  sdk,
+  withFakeAudioProvider,
+} from './support/audio-support';
+import { parseSseData } from './support/chat-support';
 import { FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
 import { expectValidAgainst } from './support/openapi';
 import { startTestApp, TestApp } from './support/test-app';
@@ -118,6 +130,121 @@ describe('POST /v1/audio/transcriptions (openai-compatible upstream)', () => {
       expect(await res.json()).toMatchObject({ duration: 3.5 });
       const [row] = await audioUsageRows(db, account.accountId, 1);
       expect(row.audio_seconds).toBe('3.500');
+    });
+  });
+
+  describe('stream: true', () => {
+    const file = () => toFile(audioFixture('hello.wav'), 'hello.wav', { type: 'audio/wav' });
+
+    it("streams OpenAI's transcription events through the SDK: a delta per word, then done with the whole text", async () => {
+      fake.transcription = { ...FakeUpstream.defaultTranscription(), text: 'The stock market went up today.' };
+      const client = sdk(gw, key);
+      const whole = await client.audio.transcriptions.create({ file: await file(), model: 'whisper-1' });
+      const stream = await client.audio.transcriptions.create({ file: await file(), model: 'whisper-1', stream: true });
+      const events: any[] = [];
+      for await (const event of stream) events.push(event);
+
+      const deltas = events.slice(0, -1);
+      expect(deltas.map((e) => e.delta)).toEqual(['The ', 'stock ', 'market ', 'went ', 'up ', 'today.']);
+      for (const delta of deltas) {
+        expect(Object.keys(delta).sort()).toEqual(['delta', 'type']);
+        expect(delta.type).toBe('transcript.text.delta');
+        expectValidAgainst('TranscriptTextDeltaEvent', delta);
+      }
+      expect(events.at(-1)).toEqual({ type: 'transcript.text.done', text: whole.text });
+      expectValidAgainst('TranscriptTextDoneEvent', events.at(-1));
+      // The upstream is asked as for any transcription (verbose_json, for the duration).
+      expect(fake.requests[1].fields).toMatchObject({ model: FAKE_STT.upstream, response_format: 'verbose_json' });
+    });
+
+    it('answers text/event-stream with data-only events, and keeps the text exact (spaces and all) for text as for json', async () => {
+      fake.transcription = { ...FakeUpstream.defaultTranscription(), text: '  Umm, hello   World!! ' };
+      for (const format of ['json', 'text', undefined]) {
+        const res = await postTranscription(gw, key, audioForm({ stream: 'true', ...(format ? { response_format: format } : {}) }, hello()));
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+        const body = await res.text();
+        expect(body).not.toMatch(/^event:/m);
+        expect(body.endsWith('\n\n')).toBe(true);
+        const events = parseSseData(body).map((data) => JSON.parse(data));
+        expect(events).toEqual([
+          { type: 'transcript.text.delta', delta: '  Umm, ' },
+          { type: 'transcript.text.delta', delta: 'hello   ' },
+          { type: 'transcript.text.delta', delta: 'World!! ' },
+          { type: 'transcript.text.done', text: '  Umm, hello   World!! ' },
+        ]);
+      }
+    });
+
+    it('sends one empty delta, then done, for a transcript without words', async () => {
+      fake.transcription = { ...FakeUpstream.defaultTranscription(), text: '' };
+      const res = await postTranscription(gw, key, audioForm({ stream: 'true' }, hello()));
+      expect(parseSseData(await res.text()).map((data) => JSON.parse(data))).toEqual([
+        { type: 'transcript.text.delta', delta: '' },
+        { type: 'transcript.text.done', text: '' },
+      ]);
+    });
+
+    it('takes stream as text in any case (True from Python requests), and false as no stream', async () => {
+      const streamed = await postTranscription(gw, key, audioForm({ stream: 'True' }, hello()));
+      expect(streamed.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      await streamed.text();
+      const plain = await postTranscription(gw, key, audioForm({ stream: 'false' }, hello()));
+      expect(plain.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await plain.json()).toEqual({ text: 'Hello world.' });
+    });
+
+    it('refuses verbose_json with stream true: 400 invalid_response_format, before any upstream call', async () => {
+      const err: any = await sdk(gw, key)
+        .audio.transcriptions.create({ file: await file(), model: 'whisper-1', response_format: 'verbose_json', stream: true })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect({ status: err.status, code: err.code, param: err.param, type: err.type }).toEqual({
+        status: 400,
+        code: 'invalid_response_format',
+        param: 'response_format',
+        type: 'invalid_request_error',
+      });
+      expect(err.message).toContain('"verbose_json" cannot be streamed');
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it.each(['yes', '1', ''])('refuses stream "%s": 400 invalid_request_error naming stream', async (value) => {
+      const res = await postTranscription(gw, key, audioForm({ stream: value }, hello()));
+      expect(await errorOf(res)).toMatchObject({ status: 400, code: 'invalid_request_error', param: 'stream', type: 'invalid_request_error' });
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('answers failures before the stream as JSON errors: an upstream 500 is 502 upstream_error, recorded', async () => {
+      const account = await admin.createAccount({ subscription: 'active' });
+      fake.failNext('status500');
+      const res = await postTranscription(gw, account.key, audioForm({ stream: 'true' }, hello()));
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await errorOf(res)).toMatchObject({ status: 502, code: 'upstream_error' });
+      const [row] = await audioUsageRows(db, account.accountId, 1);
+      expect(row).toMatchObject({ model: FAKE_STT.id, status: 502, error_code: 'upstream_error', streamed: true });
+    });
+
+    it('refuses an account without subscription with 402 subscription_required as JSON, before reading the upload', async () => {
+      const account = await admin.createAccount();
+      const res = await postTranscription(gw, account.key, audioForm({ stream: 'true' }, hello()));
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await errorOf(res)).toMatchObject({ status: 402, code: 'subscription_required' });
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('records a streamed call as a transcription: the active model, its audio seconds, streamed, no cost; one fair-use request', async () => {
+      const account = await admin.createAccount({ subscription: 'active', creditsUsd: '1' });
+      fake.transcription = { ...FakeUpstream.defaultTranscription(), duration: 4.5 };
+      const res = await postTranscription(gw, account.key, audioForm({ model: 'whisper-1', stream: 'true' }, hello()));
+      expect(res.status).toBe(200);
+      await res.text();
+      const [row] = await audioUsageRows(db, account.accountId, 1);
+      expect(row).toMatchObject({ model: FAKE_STT.id, endpoint: '/v1/audio/transcriptions', status: 200, error_code: null, audio_seconds: '4.500', streamed: true, cost_micros: '0' });
+      await expectFairUse(db, account.accountId, 1);
+      expect(await creditsOf(db, account.accountId)).toMatchObject({ balance: '1000000', reserved: '0' });
     });
   });
 

@@ -205,7 +205,7 @@ describe('What real clients send: served, ignored (x-gateway-ignored-params) or 
       let output: any[];
       if (stream) {
         const events: any[] = [];
-        for await (const event of await client.responses.create({ ...body, stream: true })) events.push(event);
+        for await (const event of (await client.responses.create({ ...body, stream: true })) as unknown as AsyncIterable<any>) events.push(event);
         output = events.find((e) => e.type === 'response.completed').response.output;
         expect(events.find((e) => e.type === 'response.function_call_arguments.done')).toMatchObject({ name: 'find', arguments: '{"q":"acme"}' });
       } else {

@@ -30,5 +30,6 @@ function catalogIds(models: unknown, catalog: CatalogService): string[] {
   if (at >= 0) {
     throw new GatewayError(ErrorCode.InvalidRequest, `models[${at}] is not a model of the catalog; GET /v1/models lists them.`, `models[${at}]`);
   }
-  return [...new Set(models as string[])];
+  // An alias stands for its entry: the list keeps ids, which the requests' models are checked against.
+  return [...new Set((models as string[]).map((name) => catalog.find(name)!.id))];
 }

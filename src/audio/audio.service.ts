@@ -31,7 +31,7 @@ export class AudioService {
   async transcribe(call: AudioCall, request: TranscriptionRequest): Promise<Transcription> {
     const model = this.catalog.activeTranscriptionModel();
     if (!model) throw new GatewayError(ErrorCode.ConfigError, 'No transcription model is configured.');
-    call.meter.describe({ model: model.id });
+    call.meter.describe({ model: model.id, streamed: request.stream });
     const startedAt = process.hrtime.bigint();
     let answer: VerboseTranscription;
     try {

@@ -3,8 +3,9 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { ErrorCode, GatewayError } from '../errors';
 import { GatewayRequest } from '../common/http/gateway-request';
+import { quotedClientText } from '../models/requested-model';
 import { acceptedExtension, detectContainer, SIGNATURE_BYTES, TRANSCRIPTION_EXTENSIONS } from './audio-file-format';
-import { TRANSCRIPTION_RESPONSE_FORMATS, TranscriptionFormDto, TranscriptionResponseFormat } from './dto/transcription-request.dto';
+import { STREAMED_RESPONSE_FORMATS, TRANSCRIPTION_RESPONSE_FORMATS, TranscriptionFormDto, TranscriptionResponseFormat } from './dto/transcription-request.dto';
 
 /** The multipart form as multer left it on the request. */
 export interface TranscriptionForm {
@@ -18,6 +19,8 @@ export interface TranscriptionRequest {
   filename: string;
   mimetype: string;
   responseFormat: TranscriptionResponseFormat;
+  /** `stream: true`: the text goes out as transcript.text.delta events, then transcript.text.done. */
+  stream: boolean;
   /** What the client sent as `model` (ignored for routing). */
   requestedModel?: string;
   language?: string;
@@ -54,15 +57,33 @@ export class TranscriptionRequestPipe implements PipeTransform<TranscriptionForm
       );
     }
     if (problem) throw new GatewayError(ErrorCode.InvalidUpload, `Invalid form field ${problem.property}: send it once, as text.`, problem.property);
+    const responseFormat = form.response_format ?? 'json';
+    const stream = streamField(form.stream);
+    if (stream && !STREAMED_RESPONSE_FORMATS.includes(responseFormat)) {
+      throw new GatewayError(
+        ErrorCode.InvalidResponseFormat,
+        `response_format "${responseFormat}" cannot be streamed; with stream true use ${STREAMED_RESPONSE_FORMATS.join(' or ')}.`,
+        'response_format',
+      );
+    }
     return {
       file: file.buffer,
       filename: file.originalname,
       mimetype: file.mimetype,
-      responseFormat: form.response_format ?? 'json',
+      responseFormat,
+      stream,
       requestedModel: form.model,
       language: form.language || undefined,
       prompt: form.prompt || undefined,
       temperature: form.temperature || undefined,
     };
   }
+}
+
+/** A multipart field is text: OpenAI's SDKs send `true`/`false`, Python's requests `True`/`False`. */
+function streamField(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const word = value.toLowerCase();
+  if (word === 'true' || word === 'false') return word === 'true';
+  throw new GatewayError(ErrorCode.InvalidRequest, `Invalid stream ${quotedClientText(value)}: send true or false.`, 'stream');
 }

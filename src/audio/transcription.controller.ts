@@ -8,11 +8,13 @@ import { EntitlementGuard, IncludedFeature } from '../entitlements/entitlement.g
 import { FairUseService } from '../entitlements/fair-use.service';
 import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
+import { SseWriter } from '../chat/sse';
 import { audioCall } from './audio-call';
 import { AudioService, Transcription } from './audio.service';
 import { MultipartRequestGuard } from './multipart-request.guard';
 import { TranscriptionRequest, TranscriptionRequestPipe, TranscriptionUpload } from './transcription-request.pipe';
 import { TranscriptionUploadInterceptor } from './transcription-upload.interceptor';
+import { streamTranscript } from './transcript-events';
 
 @Controller('v1/audio')
 export class TranscriptionController {
@@ -29,18 +31,20 @@ export class TranscriptionController {
   @UseInterceptors(TranscriptionUploadInterceptor)
   @ApiRoute({
     tag: 'v1',
-    summary: 'Transcription by the active speech-to-text model (included in subscription and trial)',
+    summary: 'Transcription by the active speech-to-text model (included in subscription and trial), optionally streamed as server-sent events',
     auth: 'api_key',
     errors: [
-      ErrorCode.InvalidUpload, ErrorCode.MissingFile, ErrorCode.UnsupportedFileFormat, ErrorCode.InvalidResponseFormat,
+      ErrorCode.InvalidRequest, ErrorCode.InvalidUpload, ErrorCode.MissingFile, ErrorCode.UnsupportedFileFormat, ErrorCode.InvalidResponseFormat,
       ErrorCode.UpstreamRejected, ErrorCode.SubscriptionRequired, ErrorCode.FairUseLimitReached, ErrorCode.NotFound,
       ErrorCode.PayloadTooLarge, ErrorCode.RequestTimeout, ErrorCode.UpstreamError, ErrorCode.UpstreamUnavailable, ErrorCode.UpstreamTimeout,
     ],
     body: { contentType: 'multipart/form-data', schema: transcriptionForm },
     success: {
       status: 200,
-      description: 'json: {text}; text: the transcript; verbose_json: language, duration, text, segments',
-      content: { 'application/json': { type: 'object' }, 'text/plain': { type: 'string' } },
+      description:
+        'json: {text}; text: the transcript; verbose_json: language, duration, text, segments; stream true (json or text): ' +
+        'transcript.text.delta events, one per word, then transcript.text.done with the whole text',
+      content: { 'application/json': { type: 'object' }, 'text/plain': { type: 'string' }, 'text/event-stream': { type: 'string' } },
     },
   })
   async transcribe(
@@ -50,6 +54,7 @@ export class TranscriptionController {
     @TranscriptionUpload(TranscriptionRequestPipe) request: TranscriptionRequest,
   ): Promise<void> {
     const transcription = await this.audio.transcribe(audioCall(req, res, meter, this.fairUse), request);
+    if (request.stream) return streamTranscript(new SseWriter(res), transcription.text);
     if (request.responseFormat === 'text') res.status(200).type('text/plain; charset=utf-8').send(transcription.text);
     else res.status(200).json(request.responseFormat === 'json' ? { text: transcription.text } : verbose(transcription, request.language));
   }

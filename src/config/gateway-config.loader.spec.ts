@@ -87,6 +87,36 @@ describe('validateGatewayConfig', () => {
     expect(message).toContain(field);
   });
 
+  it('accepts aliases on any kind of entry, and the shipped aliases of local-tts', () => {
+    const raw = validRaw();
+    raw.catalog[0].aliases = ['gpt-4o-mini-2024-07-18', 'org/mini:latest'];
+    raw.catalog[2].aliases = ['tts-1-hd'];
+    const sut = validateGatewayConfig(raw);
+    expect(sut.catalog.map((m) => m.aliases)).toEqual([['gpt-4o-mini-2024-07-18', 'org/mini:latest'], undefined, ['tts-1-hd']]);
+    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    expect(shipped.catalog.find((m) => m.id === 'local-tts')?.aliases).toEqual(['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
+  });
+
+  it.each<[string, (raw: Raw) => void, string]>([
+    ['an alias that is another entry\'s id', (r) => (r.catalog[2].aliases = ['gpt-4o-mini']), 'catalog[2].aliases[0]: "gpt-4o-mini" is already the id of catalog[0]'],
+    ['an alias that is its own entry\'s id', (r) => (r.catalog[2].aliases = ['hd', 'tts-1']), 'catalog[2].aliases[1]: "tts-1" is already the id of catalog[2]'],
+    ['an id that an earlier entry has as alias', (r) => (r.catalog[0].aliases = ['tts-1']), 'catalog[0].aliases[0]: "tts-1" is already the id of catalog[2]'],
+    [
+      'an alias of two entries',
+      (r) => {
+        r.catalog[0].aliases = ['shared'];
+        r.catalog[2].aliases = ['shared'];
+      },
+      'catalog[2].aliases[0]: "shared" is already an alias of catalog[0] (gpt-4o-mini)',
+    ],
+    ['an alias twice in one list', (r) => (r.catalog[2].aliases = ['hd', 'hd']), 'catalog[2].aliases[1]: "hd" is already an alias of catalog[2] (tts-1)'],
+    ['an alias outside the id alphabet', (r) => (r.catalog[2].aliases = ['tts 1']), 'catalog[2].aliases: each alias must hold only letters, digits and . _ : / - (as an id) (got ["tts 1"])'],
+    ['an alias that is not a string', (r) => (r.catalog[2].aliases = [1]), 'catalog[2].aliases: each alias must be a string (got [1])'],
+    ['aliases that are not a list', (r) => (r.catalog[2].aliases = 'tts-1-hd'), 'catalog[2].aliases: must be an array (got "tts-1-hd")'],
+  ])('refuses %s, naming the alias', (_name, edit, problem) => {
+    expect(problemsOf(edit)).toContain(problem);
+  });
+
   it("accepts a chat model's token-class prices", () => {
     const raw = validRaw();
     Object.assign(raw.catalog[0], {

@@ -113,10 +113,36 @@ function crossCheck(config: GatewayConfig): string[] {
     const localEngine = upstreams.some((u) => config.providers[u.provider]?.type === 'local');
     problems.push(...voiceProblems(m, localEngine, `catalog[${i}]`));
   });
+  problems.push(...aliasProblems(config.catalog));
   const activeTranscription = config.catalog.filter((m) => m.kind === 'transcription' && m.active);
   const anyTranscription = config.catalog.some((m) => m.kind === 'transcription');
   if (anyTranscription && activeTranscription.length !== 1) {
     problems.push(`catalog: exactly one transcription model must have active: true (found ${activeTranscription.length})`);
+  }
+  return problems;
+}
+
+/**
+ * Every alias names one entry: none may be an id (its own entry's included) or another alias. The aliases'
+ * form (strings of the id alphabet) is the schema's check.
+ */
+function aliasProblems(catalog: CatalogEntry[]): string[] {
+  const entries = catalog.filter((m) => m instanceof CatalogEntry);
+  const idAt = new Map<string, number>();
+  entries.forEach((m) => idAt.set(m.id, idAt.get(m.id) ?? catalog.indexOf(m)));
+  const aliasAt = new Map<string, number>();
+  const problems: string[] = [];
+  for (const m of entries) {
+    const i = catalog.indexOf(m);
+    if (!Array.isArray(m.aliases)) continue;
+    m.aliases.forEach((alias, j) => {
+      if (typeof alias !== 'string') return;
+      const id = idAt.get(alias);
+      const alsoAlias = aliasAt.get(alias);
+      if (id !== undefined) problems.push(`catalog[${i}].aliases[${j}]: "${alias}" is already the id of catalog[${id}]`);
+      else if (alsoAlias !== undefined) problems.push(`catalog[${i}].aliases[${j}]: "${alias}" is already an alias of catalog[${alsoAlias}] (${catalog[alsoAlias].id})`);
+      else aliasAt.set(alias, i);
+    });
   }
   return problems;
 }

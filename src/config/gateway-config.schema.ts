@@ -103,8 +103,17 @@ function ExactPrice(): PropertyDecorator {
   });
 }
 
+/** What a catalog id (or alias) may hold: what clients send as `model`, and a path segment of /v1/models/{id}. */
+export const MODEL_ID = /^[A-Za-z0-9._:\/-]+$/;
+
 export class CatalogEntry {
-  @IsString() @Matches(/^[A-Za-z0-9._:\/-]+$/) id: string;
+  @IsString() @Matches(MODEL_ID) id: string;
+  /** Other names clients may send as `model` for this entry (unique across ids and aliases: checked by the loader). */
+  @IsOptional()
+  @IsArray()
+  @IsString({ each: true, message: 'each alias must be a string' })
+  @Matches(MODEL_ID, { each: true, message: 'each alias must hold only letters, digits and . _ : / - (as an id)' })
+  aliases?: string[];
   @IsIn(MODEL_KINDS) kind: ModelKind;
   /** With `deployments`, the loader sets these two to the first deployment's (the model's primary). */
   @ValidateIf((m: CatalogEntry) => m.deployments === undefined) @IsString() provider: string;

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from './gateway-error';
 
 /** The routes of Anthropic's Messages API (src/messages/): their errors use Anthropic's envelope. */
@@ -41,14 +42,35 @@ export function anthropicErrorBody(error: GatewayError): AnthropicErrorBody {
   return { type: 'error', error: { type: anthropicErrorType(error.status), message: error.message, code: error.code, param: error.param } };
 }
 
-/** The error body a route answers with: Anthropic's envelope on its routes, OpenAI's everywhere else. */
-export function errorBodyFor(path: string, error: GatewayError): object {
-  return isAnthropicRoute(path) ? anthropicErrorBody(error) : error.toBody();
+/** The header Anthropic's SDKs send with every request; on the shared routes below it asks for Anthropic's shapes. */
+export const ANTHROPIC_VERSION_HEADER = 'anthropic-version';
+
+/** Routes of both dialects (the Models API): Anthropic's shapes and envelope when the request names an `anthropic-version`. */
+const SHARED_ROUTE = /^\/v1\/models(\/|$)/;
+
+/** Whether a request on a route both dialects share asked for Anthropic's shapes. */
+export function asksForAnthropic(headers: IncomingHttpHeaders): boolean {
+  return headers[ANTHROPIC_VERSION_HEADER] !== undefined;
+}
+
+/** The error body a request is answered with: Anthropic's envelope on its routes (and on the shared ones when asked), OpenAI's everywhere else. */
+export function errorBodyFor(path: string, headers: IncomingHttpHeaders, error: GatewayError): object {
+  return speaksAnthropic(path, headers) ? anthropicErrorBody(error) : error.toBody();
+}
+
+function speaksAnthropic(path: string, headers: IncomingHttpHeaders): boolean {
+  const bare = routePath(path);
+  return ANTHROPIC_ROUTES.has(bare) || (SHARED_ROUTE.test(bare) && asksForAnthropic(headers));
+}
+
+/** Whether `path` is one of the Messages API's own routes. */
+export function isAnthropicRoute(path: string): boolean {
+  return ANTHROPIC_ROUTES.has(routePath(path));
 }
 
 /** `path` without its query string; one trailing slash is the same route (as RouteRulesMiddleware reads it). */
-export function isAnthropicRoute(path: string): boolean {
+function routePath(path: string): string {
   const query = path.indexOf('?');
   const bare = query === -1 ? path : path.slice(0, query);
-  return ANTHROPIC_ROUTES.has(bare.length > 1 && bare.endsWith('/') ? bare.slice(0, -1) : bare);
+  return bare.length > 1 && bare.endsWith('/') ? bare.slice(0, -1) : bare;
 }

@@ -229,7 +229,8 @@ export class MetricsService {
 
   private modelLabel(model: string | null): string {
     if (model === null) return 'none';
-    return this.catalog.find(model) ? model : 'other';
+    // By catalog entry: a usage record's alias counts under the entry it names.
+    return this.catalog.find(model)?.id ?? 'other';
   }
 }
 

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, GatewayError } from '../errors';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ModelKind } from '../config/gateway-config.schema';
+import { AnthropicModelInfo, anthropicModelInfo, AnthropicModelList, anthropicModelPage, AnthropicPageQuery } from './anthropic-models';
 import { quotedModel } from './requested-model';
 
 /** A catalog entry as OpenAI's `Model` object. */
@@ -15,19 +16,35 @@ export interface ModelObject {
 /** The model catalog: the same for every account, straight from the config file. */
 @Injectable()
 export class CatalogService {
-  private readonly byId: Map<string, CatalogEntry>;
+  /** Every name a client may send as `model`: the entries' ids and their aliases (the loader keeps them unique). */
+  private readonly byName: Map<string, CatalogEntry>;
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
-    this.byId = new Map(config.catalog.map((m) => [m.id, m]));
+    this.byName = new Map(config.catalog.map((m) => [m.id, m]));
+    for (const m of config.catalog) for (const alias of m.aliases ?? []) this.byName.set(alias, m);
   }
 
-  find(id: string): CatalogEntry | undefined {
-    return this.byId.get(id);
+  /** The entry a client's `model` names, by its id or one of its aliases. */
+  find(name: string): CatalogEntry | undefined {
+    return this.byName.get(name);
   }
 
   all(): CatalogEntry[] {
     return this.config.catalog;
+  }
+
+  /** Every id and alias: the names a usage record's `model` may hold for a request the catalog served. */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  /**
+   * The model a usage record names: the client's own `model` when it is an alias of the entry that served
+   * (recorded as requested), else the entry's id (an unknown name, or a transcription model that was ignored).
+   */
+  recordedModel(servedId: string, requested: unknown): string {
+    return typeof requested === 'string' && this.byName.get(requested)?.id === servedId ? requested : servedId;
   }
 
   ofKind(kind: ModelKind): CatalogEntry[] {
@@ -39,20 +56,42 @@ export class CatalogService {
     return this.config.catalog.find((m) => m.kind === 'transcription' && m.active);
   }
 
+  /** GET /v1/models: every entry under its id (aliases are not listed). */
   listing(): { object: 'list'; data: ModelObject[] } {
-    return { object: 'list', data: this.config.catalog.map((m) => this.modelObject(m)) };
+    return { object: 'list', data: this.config.catalog.map((m) => this.modelObject(m, m.id)) };
   }
 
-  /** GET /v1/models/{id}: the entry of that exact id, or 404 model_not_found. */
-  model(id: string): ModelObject {
-    const entry = this.byId.get(id);
-    if (!entry) {
-      throw new GatewayError(ErrorCode.ModelNotFound, `The model ${quotedModel(id)} does not exist; GET /v1/models lists the models served.`, 'model');
-    }
-    return this.modelObject(entry);
+  /** GET /v1/models/{id}: the entry of that exact id or alias, under that name; else 404 model_not_found. */
+  model(name: string): ModelObject {
+    const entry = this.byName.get(name);
+    if (!entry) throw modelNotFound(name);
+    return this.modelObject(entry, name);
   }
 
-  private modelObject(m: CatalogEntry): ModelObject {
-    return { id: m.id, object: 'model', created: m.created ?? this.created, owned_by: m.provider };
+  /** GET /v1/models in Anthropic's shape: the chat models only, a page of them. */
+  anthropicListing(page: AnthropicPageQuery): AnthropicModelList {
+    return anthropicModelPage(
+      this.ofKind('chat').map((m) => anthropicModelInfo(m, m.id, this.createdOf(m))),
+      page,
+    );
   }
+
+  /** GET /v1/models/{id} in Anthropic's shape: a chat model by its id or alias; any other name is 404. */
+  anthropicModel(name: string): AnthropicModelInfo {
+    const entry = this.byName.get(name);
+    if (!entry || entry.kind !== 'chat') throw modelNotFound(name);
+    return anthropicModelInfo(entry, name, this.createdOf(entry));
+  }
+
+  private modelObject(m: CatalogEntry, name: string): ModelObject {
+    return { id: name, object: 'model', created: this.createdOf(m), owned_by: m.provider };
+  }
+
+  private createdOf(m: CatalogEntry): number {
+    return m.created ?? this.created;
+  }
+}
+
+function modelNotFound(name: string): GatewayError {
+  return new GatewayError(ErrorCode.ModelNotFound, `The model ${quotedModel(name)} does not exist; GET /v1/models lists the models served.`, 'model');
 }

@@ -1,23 +1,47 @@
-import { Controller, Get, Param } from '@nestjs/common';
-import { ErrorCode } from '../errors';
+import { Controller, Get, Headers, Param, Query } from '@nestjs/common';
+import { ApiHeader, ApiQuery } from '@nestjs/swagger';
+import type { IncomingHttpHeaders } from 'node:http';
+import { asksForAnthropic, ErrorCode } from '../errors';
+import { AcceptsXApiKey } from '../keys/x-api-key.decorator';
 import { ApiRoute } from '../openapi/api-route.decorator';
-import { jsonAnswer, modelList, modelObject } from '../openapi/response-schemas';
+import { anthropicModelInfoSchema, anthropicModelListSchema, modelList, modelObject } from '../openapi/response-schemas';
+import { json } from '../openapi/schemas';
+import { AnthropicModelInfo, AnthropicModelList, anthropicPageQuery } from './anthropic-models';
 import { CatalogService, ModelObject } from './catalog.service';
 
+const ANTHROPIC_VERSION = ApiHeader({
+  name: 'anthropic-version',
+  required: false,
+  description: "Sent by Anthropic's SDKs (any value): the answer, and its errors, take Anthropic's shapes",
+});
+
+/**
+ * The catalog for both dialects: OpenAI's shapes, or Anthropic's (chat models only) for a request that carries
+ * `anthropic-version`, as Anthropic's SDKs and Claude Code send it. The key may come as x-api-key.
+ */
 @Controller('v1/models')
+@AcceptsXApiKey()
 export class ModelsController {
   constructor(private readonly catalog: CatalogService) {}
 
   @Get()
   @ApiRoute({
     tag: 'v1',
-    summary: 'The model catalog (the same for every account); other methods answer 405',
+    summary: "The model catalog (the same for every account; aliases are not listed); with anthropic-version, Anthropic's page of the chat models. Key as Bearer or x-api-key; other methods answer 405",
     auth: 'api_key',
-    errors: [ErrorCode.MethodNotAllowed],
-    success: jsonAnswer(200, 'ListModelsResponse', modelList),
+    errors: [ErrorCode.InvalidRequest, ErrorCode.MethodNotAllowed],
+    success: {
+      status: 200,
+      description: "OpenAI's list; with anthropic-version, Anthropic's page {data, has_more, first_id, last_id}",
+      content: json({ oneOf: [modelList, anthropicModelListSchema] }),
+    },
   })
-  list() {
-    return this.catalog.listing();
+  @ANTHROPIC_VERSION
+  @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 }, description: 'With anthropic-version: models per page' })
+  @ApiQuery({ name: 'after_id', required: false, schema: { type: 'string' }, description: 'With anthropic-version: the page after this model' })
+  @ApiQuery({ name: 'before_id', required: false, schema: { type: 'string' }, description: 'With anthropic-version: the page before this model' })
+  list(@Headers() headers: IncomingHttpHeaders, @Query() query: Record<string, unknown>): { object: 'list'; data: ModelObject[] } | AnthropicModelList {
+    return asksForAnthropic(headers) ? this.catalog.anthropicListing(anthropicPageQuery(query)) : this.catalog.listing();
   }
 
   /**
@@ -27,12 +51,18 @@ export class ModelsController {
   @Get('*id')
   @ApiRoute({
     tag: 'v1',
-    summary: "One model of the catalog; the id's slashes may be sent encoded or not; other methods answer 405",
+    summary: "One model of the catalog, by id or alias (answered under the name asked for); with anthropic-version, a chat model in Anthropic's shape. The id's slashes may be sent encoded or not; other methods answer 405",
     auth: 'api_key',
     errors: [ErrorCode.ModelNotFound, ErrorCode.MethodNotAllowed],
-    success: jsonAnswer(200, 'Model', modelObject),
+    success: {
+      status: 200,
+      description: "OpenAI's Model; with anthropic-version, Anthropic's ModelInfo",
+      content: json({ oneOf: [modelObject, anthropicModelInfoSchema] }),
+    },
   })
-  retrieve(@Param('id') segments: string[]): ModelObject {
-    return this.catalog.model(segments.join('/'));
+  @ANTHROPIC_VERSION
+  retrieve(@Param('id') segments: string[], @Headers() headers: IncomingHttpHeaders): ModelObject | AnthropicModelInfo {
+    const name = segments.join('/');
+    return asksForAnthropic(headers) ? this.catalog.anthropicModel(name) : this.catalog.model(name);
   }
 }

@@ -126,4 +126,24 @@ export const modelObject = object({ id: string, object: { type: 'string', enum: 
 
 export const modelList = object({ object: { type: 'string', enum: ['list'] }, data: { type: 'array', items: modelObject } });
 
+const nullableInteger: SchemaObject = { type: 'integer', nullable: true };
+
+/** A chat model as Anthropic's Models API answers it (a request with anthropic-version). */
+export const anthropicModelInfoSchema = object(
+  {
+    type: { type: 'string', enum: ['model'] },
+    id: string,
+    display_name: string,
+    created_at: { type: 'string', format: 'date-time' },
+    max_input_tokens: nullableInteger,
+    max_tokens: nullableInteger,
+  },
+  ['type', 'id', 'display_name', 'created_at'],
+);
+
+export const anthropicModelListSchema = object(
+  { data: listOf(anthropicModelInfoSchema), has_more: boolean, first_id: nullableString, last_id: nullableString },
+  ['data', 'has_more', 'first_id', 'last_id'],
+);
+
 export const status = object({ status: string });

@@ -15,6 +15,11 @@ export interface UsageRecordSink {
   writeCharged(record: UsageRecordValues, charge: ChargeWriter): void;
 }
 
+/** The model a record names for a request that `servedId` served and whose body asked for `requested` (CatalogService). */
+export interface RecordedModel {
+  recordedModel(servedId: string, requested: unknown): string;
+}
+
 /** The request a meter records: authenticated, with its id. */
 export type MeteredRequest = Pick<GatewayRequest, 'id' | 'path' | 'body'> & { auth: AuthContext; route?: { path?: unknown } };
 
@@ -57,6 +62,7 @@ export class UsageMeter {
     private readonly request: MeteredRequest,
     private readonly res: ServerResponse,
     private readonly startedAt = process.hrtime.bigint(),
+    private readonly models: RecordedModel = { recordedModel: (servedId) => servedId },
   ) {
     res.once('close', () => {
       // Closed before the response was complete and with no error of ours: the client went away.
@@ -66,6 +72,7 @@ export class UsageMeter {
     });
   }
 
+  /** `model`: the catalog id of the entry that serves (the record names it as the client did: see RecordedModel). */
   describe(served: ServedRequest): void {
     if (served.model !== undefined) this.model = served.model;
     if (served.streamed !== undefined) this.streamed = served.streamed;
@@ -105,10 +112,16 @@ export class UsageMeter {
 
   private record(status: number): UsageRecordValues {
     const { request } = this;
-    // A request refused before its handler named the model (validation errors) records it as sent, made
-    // storable: PostgreSQL refuses NUL and lone surrogates, and the whole record with them.
+    // The model as requested: an alias of the entry that served stays the alias. A request refused before its
+    // handler named the model (validation errors) records it as sent, made storable: PostgreSQL refuses NUL
+    // and lone surrogates, and the whole record with them.
     const requested = (request.body as { model?: unknown } | undefined)?.model;
-    const model = this.model ?? (typeof requested === 'string' ? storableText(requested, MAX_RECORDED_MODEL_LENGTH) : null);
+    const model =
+      this.model !== null
+        ? this.models.recordedModel(this.model, requested)
+        : typeof requested === 'string'
+          ? storableText(requested, MAX_RECORDED_MODEL_LENGTH)
+          : null;
     return {
       request_id: request.id,
       account_id: request.auth.accountId,

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { ErrorAnswerListener } from '../common/http/error-answer-listener';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { MetricsService } from '../metrics/metrics.service';
+import { CatalogService } from '../models/catalog.service';
 import { PendingWriteLost, PendingWrites } from './pending-writes';
 import { ChargeWriter, MeteredRequest, UsageMeter, UsageRecordSink } from './usage-meter';
 import { usageRecordInsert, UsageRecordValues } from './usage-record';
@@ -31,6 +32,7 @@ export class UsageRecords implements UsageRecordSink, ErrorAnswerListener {
     @InjectDataSource() private readonly db: DataSource,
     private readonly metrics: MetricsService,
     private readonly pendingWrites: PendingWrites,
+    private readonly catalog: CatalogService,
   ) {}
 
   /** The request's meter, opened on first use; null for a request without an API key (it has no record). */
@@ -38,7 +40,7 @@ export class UsageRecords implements UsageRecordSink, ErrorAnswerListener {
     if (!req.auth) return null;
     let meter = meters.get(req);
     if (!meter) {
-      meter = new UsageMeter(this, req as MeteredRequest, res, req.receivedAt);
+      meter = new UsageMeter(this, req as MeteredRequest, res, req.receivedAt, this.catalog);
       meters.set(req, meter);
     }
     return meter;

@@ -74,7 +74,7 @@ export class UsageReportService {
                 COALESCE(SUM(attempts), 0) AS attempts, COUNT(*) FILTER (WHERE attempts > 1) AS retried,
                 COALESCE(SUM(cost_micros), 0) AS cost_micros
            FROM usage_records WHERE ${IN_PERIOD} AND model = ANY($4::text[]) GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,
-        [accountId, period.from, period.to, this.catalog.all().map((m) => m.id)],
+        [accountId, period.from, period.to, this.catalog.names()],
       );
     return rows.map((r) => ({
       model: r.model,
@@ -89,8 +89,9 @@ export class UsageReportService {
 
   /**
    * Totals per key, per model, per endpoint (with its statuses and error codes) and per UTC day, and the
-   * latest requests, for one account. Per model: one row per catalog model, one (`model: null`) for
-   * requests without a model, and one (`model: null, unknown: true`) for all ids outside the catalog.
+   * latest requests, for one account. Per model: one row per catalog model and per alias used (recorded as
+   * requested), one (`model: null`) for requests without a model, and one (`model: null, unknown: true`)
+   * for all ids outside the catalog.
    */
   async summary(accountId: string, period: UsagePeriod) {
     const params = [accountId, period.from, period.to];
@@ -112,7 +113,7 @@ export class UsageReportService {
         `SELECT CASE WHEN model = ANY($4::text[]) THEN model END AS model,
                 COALESCE(model <> ALL($4::text[]), false) AS unknown, ${totalsSql}
            FROM usage_records WHERE ${IN_PERIOD} GROUP BY 1, 2 ORDER BY 2, 1 NULLS LAST`,
-        [...params, this.catalog.all().map((m) => m.id)],
+        [...params, this.catalog.names()],
       ),
       // Endpoints, statuses and error codes are the gateway's own few values, never a client's: the groups stay few.
       this.db.query(

@@ -35,7 +35,7 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
     // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
     else if (error.retryAfterS !== null) res.setHeader('Retry-After', String(error.retryAfterS));
-    res.status(error.status).json(errorBodyFor(req.originalUrl ?? req.url ?? '', error));
+    res.status(error.status).json(errorBodyFor(req.originalUrl ?? req.url ?? '', req.headers, error));
   }
 
   private toGatewayError(exception: unknown, requestId: string): GatewayError {

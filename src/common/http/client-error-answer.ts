@@ -72,7 +72,7 @@ function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: 
   const requestId = assignRequestId(req, res);
   errorAnswers.answeredWithError(req as GatewayRequest, res, error.code);
   endWithConnection(req);
-  const body = JSON.stringify(errorBodyFor(req.url ?? '', error));
+  const body = JSON.stringify(errorBodyFor(req.url ?? '', req.headers, error));
   res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });
   res.end(body);
 }
