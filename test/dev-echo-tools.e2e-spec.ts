@@ -126,6 +126,36 @@ describe('dev-echo drives tool loops offline, and answers n choices (DESIGN.md s
       await expectCharged(accountId, prompt, completionTokens);
     });
 
+    it('stops a call past the output limit as an upstream does: finish length, the arguments cut, no more than the limit counted and charged', async () => {
+      const { accountId, key } = await account();
+      const long = `call get_weather {"city": "${'Paris '.repeat(400)}"}`;
+      const messages: ChatMessage[] = [{ role: 'user', content: `${WEATHER_LINE}\n${long}` }];
+      const completion = await sdk(gw, key).chat.completions.create({ model: 'dev-echo', messages, tools: [WEATHER], max_completion_tokens: 40 });
+      const [choice] = completion.choices;
+      expect(choice.finish_reason).toBe('length');
+      const calls = choice.message.tool_calls as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall[];
+      expect(calls.map((c) => c.function.name)).toEqual(['get_weather', 'get_weather']);
+      expect(calls[0].function.arguments).toBe(WEATHER_ARGUMENTS);
+      expect(calls[1].function.arguments.startsWith('{"city":"Paris Paris')).toBe(true);
+      expect(() => JSON.parse(calls[1].function.arguments)).toThrow();
+      const tokens = callTokens(...calls.map((c) => [c.function.name, c.function.arguments] as [string, string]));
+      expect(tokens).toBeLessThanOrEqual(40);
+      expect(completion.usage!.completion_tokens).toBe(tokens);
+      await expectCharged(accountId, promptTokens(messages, [WEATHER]), tokens);
+    });
+
+    it("without a limit in the body, the model's max_output_tokens is the limit: a huge call times n is answered, not a 500", async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '50' });
+      const huge = `call get_weather {"city": "${'x'.repeat(2_000_000)}"}`;
+      const res = await postChat(gw, key, { model: 'dev-echo', messages: [{ role: 'user', content: huge }], tools: [WEATHER], n: 16 });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body.choices).toHaveLength(16);
+      expect(body.choices[0].finish_reason).toBe('length');
+      // config/gateway.yaml: dev-echo's max_output_tokens is 4096; the usage counts the 16 choices.
+      expect(body.usage.completion_tokens).toBeLessThanOrEqual(16 * 4096);
+    });
+
     it('answers several call lines with as many calls, in their order, each with its own id', async () => {
       const { key } = await account();
       const completion = await sdk(gw, key).chat.completions.create({ model: 'dev-echo', messages: [{ role: 'user', content: TWO_CALLS }], tools: [WEATHER, TIME] });

@@ -28,13 +28,17 @@ export interface EchoReply {
 
 type EchoAnswer = Pick<EchoReply, 'content' | 'toolCalls' | 'finishReason' | 'completionTokens'>;
 
-/** dev-echo's answer to a chat body (DESIGN.md section 11). */
-export async function echoReply(body: ChatRequestBody): Promise<EchoReply> {
+/**
+ * dev-echo's answer to a chat body (DESIGN.md section 11), within the output limit: the body's, else the model's
+ * `max_output_tokens` (the most the hold covers), as an upstream stops at its own.
+ */
+export async function echoReply(body: ChatRequestBody, maxOutputTokens: number): Promise<EchoReply> {
   const messages = body.messages as unknown[];
   const results = toolResultsText(messages);
   const lastUser = lastUserContent(messages);
   const calls = results === null ? await plannedCalls(body, lastUser) : [];
-  const answer = calls.length > 0 ? await toolCallAnswer(calls) : await textAnswer(results ?? textOf(lastUser), outputLimit(body));
+  const limit = outputLimit(body) ?? maxOutputTokens;
+  const answer = calls.length > 0 ? await toolCallAnswer(calls, limit) : await textAnswer(results ?? textOf(lastUser), limit);
   return {
     id: `chatcmpl-${randomBytes(12).toString('hex')}`,
     created: Math.floor(Date.now() / 1000),
@@ -74,18 +78,41 @@ function textOf(content: unknown): string {
   return content === undefined || content === null ? '' : contentText(content);
 }
 
-/** Tool calls are never cut: the arguments must stay a JSON object. */
-async function toolCallAnswer(calls: PlannedCall[]): Promise<EchoAnswer> {
+/**
+ * The tool calls, whole when they fit the output limit (finish `tool_calls`). Past it they stop where an upstream
+ * would, finish `length`: the calls that fit, then the next one's arguments cut to the tokens left (no longer JSON).
+ */
+async function toolCallAnswer(calls: PlannedCall[], limit: number): Promise<EchoAnswer> {
+  const tokens = await countToolCallTokens(calls);
+  const fits = tokens <= limit;
+  const answered = fits ? calls : await callsWithin(calls, limit);
   return {
     content: null,
-    toolCalls: calls.map((call) => ({ id: `call_${randomBytes(12).toString('hex')}`, type: 'function', function: { name: call.name, arguments: call.arguments } })),
-    finishReason: 'tool_calls',
-    completionTokens: await countToolCallTokens(calls),
+    toolCalls: answered.map((call) => ({ id: `call_${randomBytes(12).toString('hex')}`, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+    finishReason: fits ? 'tool_calls' : 'length',
+    completionTokens: fits ? tokens : await countToolCallTokens(answered),
   };
 }
 
-async function textAnswer(text: string, limit: number | null): Promise<EchoAnswer> {
-  const reply = limit === null ? { text, tokens: await countTextTokens(text), cut: false } : await tokenPrefix(text, limit);
+async function callsWithin(calls: PlannedCall[], limit: number): Promise<PlannedCall[]> {
+  const kept: PlannedCall[] = [];
+  let left = limit;
+  for (const call of calls) {
+    const tokens = await countToolCallTokens([call]);
+    if (tokens <= left) {
+      kept.push(call);
+      left -= tokens;
+      continue;
+    }
+    const nameTokens = await countTextTokens(call.name);
+    if (nameTokens < left) kept.push({ ...call, arguments: (await tokenPrefix(call.arguments, left - nameTokens)).text });
+    break;
+  }
+  return kept;
+}
+
+async function textAnswer(text: string, limit: number): Promise<EchoAnswer> {
+  const reply = await tokenPrefix(text, limit);
   return { content: reply.text, toolCalls: [], finishReason: reply.cut ? 'length' : 'stop', completionTokens: reply.tokens };
 }
 

@@ -24,13 +24,13 @@ export class LocalProvider implements UpstreamProvider {
 
   async chat(model: CatalogEntry, body: ChatRequestBody): Promise<UpstreamChatJson> {
     assertDevEcho(model);
-    return { body: echoCompletion(await echoReply(body), model.upstream_model, choiceCount(body)) };
+    return { body: echoCompletion(await echoReply(body, model.max_output_tokens!), model.upstream_model, choiceCount(body)) };
   }
 
   async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
     assertDevEcho(model);
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-    return echoChunks(await echoReply(body), model.upstream_model, choiceCount(body), includeUsage, signal);
+    return echoChunks(await echoReply(body, model.max_output_tokens!), model.upstream_model, choiceCount(body), includeUsage, signal);
   }
 
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription> {
