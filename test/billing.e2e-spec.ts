@@ -41,6 +41,7 @@ function usageRecord(reservation: Reservation, keyId: string, usage: TokenUsage)
     completion_tokens: usage.completionTokens,
     cached_tokens: usage.cachedTokens,
     cache_write_tokens: usage.cacheWriteTokens,
+    cache_write_1h_tokens: usage.cacheWrite1hTokens,
     reasoning_tokens: usage.reasoningTokens,
     audio_input_tokens: usage.audioInputTokens,
     audio_output_tokens: usage.audioOutputTokens,

@@ -154,7 +154,7 @@ describe('dashboard for operators (browser)', () => {
   it("shows the token classes per key, per model, in the totals and under each request's tokens, as the records say", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const page = await openReport(context, suite.gw.url, accountId);
-    const classes = ['cached_tokens', 'cache_write_tokens', 'audio_input_tokens', 'reasoning_tokens', 'audio_output_tokens'];
+    const classes = ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'audio_input_tokens', 'reasoning_tokens', 'audio_output_tokens'];
     const sums = (group: string) =>
       suite.db.query(`SELECT ${group}::text AS id, ${classes.map((c) => `sum(${c})::int AS ${c}`).join(', ')} FROM usage_records WHERE account_id = $1 GROUP BY 1`, [accountId]);
     const shown = (table: string, attribute: string) =>
@@ -166,7 +166,7 @@ describe('dashboard for operators (browser)', () => {
     const byId = (rows: Record<string, unknown>[]) => Object.fromEntries(rows.map(({ id, ...rest }) => [id, rest]));
 
     const byKey = byId(await sums('key_id'));
-    expect(byKey[revokedKeyId]).toEqual({ cached_tokens: 24, cache_write_tokens: 0, audio_input_tokens: 0, reasoning_tokens: 6, audio_output_tokens: 3 });
+    expect(byKey[revokedKeyId]).toEqual({ cached_tokens: 24, cache_write_tokens: 0, cache_write_1h_tokens: 0, audio_input_tokens: 0, reasoning_tokens: 6, audio_output_tokens: 3 });
     expect(byId(await shown('#by-key', 'keyId'))).toEqual(byKey);
     const byModel = byId((await sums('model')).filter((r: { id: string | null }) => r.id !== 'no-such-model' && r.id !== null));
     expect(byId((await shown('#by-model', 'model')).filter((r) => byModel[r.id as string]))).toEqual(byModel);

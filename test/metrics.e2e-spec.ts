@@ -78,6 +78,29 @@ describe('GET /metrics', () => {
     expect(after).not.toContain('no-such-model');
   });
 
+  it('counts the token classes as kinds of gateway_tokens_total, equal to the usage records', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+    const before = await scrape();
+    fake.reply = {
+      content: 'one two three',
+      promptTokens: 2000,
+      completionTokens: 300,
+      usageDetails: { prompt: { cached_tokens: 1024, cache_write_tokens: 256, cache_write_1h_tokens: 96, audio_tokens: 300 }, completion: { audio_tokens: 120, reasoning_tokens: 64 } },
+    };
+    await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 500 });
+    const stream = await sdk(gw, key).chat.completions.create({ model: PRICED.id, messages: hi, max_tokens: 500, stream: true });
+    for await (const _chunk of stream) void _chunk;
+    const rows = await waitForUsageRows(db, accountId, 2);
+    await moneyOf(db, accountId);
+
+    const after = await scrape();
+    const columns = ['cached', 'cache_write', 'cache_write_1h', 'audio_input', 'reasoning', 'audio_output'] as const;
+    const counted = Object.fromEntries(columns.map((kind) => [kind, sample(after, 'gateway_tokens_total', { model: PRICED.id, kind }) - sample(before, 'gateway_tokens_total', { model: PRICED.id, kind })]));
+    const recorded = Object.fromEntries(columns.map((kind) => [kind, rows.reduce((n, r) => n + Number(r[`${kind}_tokens` as keyof typeof r]), 0)]));
+    expect(counted).toEqual(recorded);
+    expect(counted).toEqual({ cached: 2048, cache_write: 512, cache_write_1h: 192, audio_input: 600, reasoning: 128, audio_output: 240 });
+  });
+
   it('shows an open stream and its hold while it runs, and neither once it ends', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     fake.reply = { content: 'a b c d e f', promptTokens: 5, completionTokens: 6 };

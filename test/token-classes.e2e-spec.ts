@@ -21,15 +21,30 @@ import {
   waitForUsageRows,
 } from './support/chat-support';
 import { FakeReply, FakeUpstream } from './support/fake-upstream';
+import { anthropic } from './support/messages-support';
 import { expectValidAgainst } from './support/openapi';
 import { deploymentColumns, RoutedModel, useRoutingGateway } from './support/routing-support';
 import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 // gpt-4o-audio-preview's prices (input 2.50, output 10, audio 40 / 80 per million), a cached input at half
-// the input price (gpt-4o's) and a cache write at 1.25 × input (OpenRouter's Anthropic models).
-const CLASSED: PricedModel = { id: 'classed-chat', input: 2.5, cachedInput: 1.25, cacheWrite: 3.125, audioInput: 40, output: 10, audioOutput: 80, maxOutput: 4096 };
+// the input price (gpt-4o's) and cache writes at 1.25 × input (5 minutes) and 2 × input (1 hour), Anthropic's ratios.
+const CLASSED: PricedModel = {
+  id: 'classed-chat',
+  input: 2.5,
+  cachedInput: 1.25,
+  cacheWrite: 3.125,
+  cacheWrite1h: 6.25,
+  audioInput: 40,
+  output: 10,
+  audioOutput: 80,
+  maxOutput: 4096,
+};
 // The same base prices, no class prices: every class costs its total's price.
 const BASE_ONLY: PricedModel = { id: 'base-only-chat', input: 2.5, output: 10, maxOutput: 4096 };
+// claude-sonnet-4-5's prices without a 1-hour cache-write price: the 1-hour writes cost the cache-write price.
+const WRITE_PRICED: PricedModel = { id: 'write-priced-chat', input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15, maxOutput: 4096 };
+// A 1-hour cache write dearer than every other input class: the hold prices the prompt bound at it.
+const HOUR_DEAR: PricedModel = { id: 'hour-dear-chat', input: 3, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 60, output: 15, maxOutput: 4096 };
 
 // A long system prompt, as an agent re-sends on every call (the part a provider caches), and a question.
 const MESSAGES = [
@@ -48,12 +63,20 @@ type Expected = ClassTokens & { reasoning?: number };
 const EACH_CLASS: [string, Details, Expected][] = [
   ['cached', { prompt: { cached_tokens: 1536 } }, { prompt: PROMPT, completion: COMPLETION, cached: 1536 }],
   ['cache-write', { prompt: { cache_write_tokens: 1024 } }, { prompt: PROMPT, completion: COMPLETION, cacheWrite: 1024 }],
+  [
+    '1-hour cache-write',
+    { prompt: { cache_write_tokens: 1024, cache_write_1h_tokens: 640 } },
+    { prompt: PROMPT, completion: COMPLETION, cacheWrite: 1024, cacheWrite1h: 640 },
+  ],
   ['audio input', { prompt: { audio_tokens: 700 } }, { prompt: PROMPT, completion: COMPLETION, audioIn: 700 }],
   ['audio output', { completion: { audio_tokens: 250 } }, { prompt: PROMPT, completion: COMPLETION, audioOut: 250 }],
   ['reasoning', { completion: { reasoning_tokens: 192 } }, { prompt: PROMPT, completion: COMPLETION, reasoning: 192 }],
 ];
-const ALL_CLASSES: Details = { prompt: { cached_tokens: 1024, cache_write_tokens: 256, audio_tokens: 300 }, completion: { audio_tokens: 120, reasoning_tokens: 64 } };
-const ALL_EXPECTED: Expected = { prompt: PROMPT, completion: COMPLETION, cached: 1024, cacheWrite: 256, audioIn: 300, audioOut: 120, reasoning: 64 };
+const ALL_CLASSES: Details = {
+  prompt: { cached_tokens: 1024, cache_write_tokens: 256, cache_write_1h_tokens: 96, audio_tokens: 300 },
+  completion: { audio_tokens: 120, reasoning_tokens: 64 },
+};
+const ALL_EXPECTED: Expected = { prompt: PROMPT, completion: COMPLETION, cached: 1024, cacheWrite: 256, cacheWrite1h: 96, audioIn: 300, audioOut: 120, reasoning: 64 };
 
 /** The class columns a usage row must show for `expected`. */
 function classColumns(expected: Expected): Partial<UsageRow> {
@@ -62,6 +85,7 @@ function classColumns(expected: Expected): Partial<UsageRow> {
     completion_tokens: expected.completion,
     cached_tokens: expected.cached ?? 0,
     cache_write_tokens: expected.cacheWrite ?? 0,
+    cache_write_1h_tokens: expected.cacheWrite1h ?? 0,
     audio_input_tokens: expected.audioIn ?? 0,
     audio_output_tokens: expected.audioOut ?? 0,
     reasoning_tokens: expected.reasoning ?? 0,
@@ -72,7 +96,7 @@ const run = promisify(execFile);
 
 describe('token classes: every class charged at its own price (issue 23)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([CLASSED, BASE_ONLY]);
+  const suite = useFakeGateway([CLASSED, BASE_ONLY, WRITE_PRICED, HOUR_DEAR]);
   beforeAll(() => ({ fake, gw, admin, db } = suite));
   beforeEach(() => {
     fake.resetState();
@@ -109,8 +133,32 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       fake.reply.usageDetails = ALL_CLASSES;
       const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
       expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
-      // (2,000 − 1,024 − 256 − 300) × 2.5 + 1,024 × 1.25 + 256 × 3.125 + 300 × 40 + (300 − 120) × 10 + 120 × 80
-      expect(await expectCharged(accountId, ALL_EXPECTED)).toBe(BigInt(420 * 2.5 + 1024 * 1.25 + 256 * 3.125 + 300 * 40 + 180 * 10 + 120 * 80));
+      // (2,000 − 1,024 − 256 − 300) × 2.5 + 1,024 × 1.25 + (256 − 96) × 3.125 + 96 × 6.25 + 300 × 40 + (300 − 120) × 10 + 120 × 80
+      expect(await expectCharged(accountId, ALL_EXPECTED)).toBe(BigInt(420 * 2.5 + 1024 * 1.25 + 160 * 3.125 + 96 * 6.25 + 300 * 40 + 180 * 10 + 120 * 80));
+    });
+
+    it('charges cached, 5-minute and 1-hour cache-write tokens each at its price, JSON and streamed alike', async () => {
+      const details: Details = { prompt: { cached_tokens: 1200, cache_write_tokens: 500, cache_write_1h_tokens: 100 } };
+      const expected: Expected = { prompt: PROMPT, completion: COMPLETION, cached: 1200, cacheWrite: 500, cacheWrite1h: 100 };
+      // (2,000 − 1,200 − 500) × 2.5 + 1,200 × 1.25 + (500 − 100) × 3.125 + 100 × 6.25 + 300 × 10
+      const cost = BigInt(300 * 2.5 + 1200 * 1.25 + 400 * 3.125 + 100 * 6.25 + 300 * 10);
+      const json = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.usageDetails = details;
+      await sdk(gw, json.key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
+      expect(await expectCharged(json.accountId, expected, { streamed: false })).toBe(cost);
+      const streamed = await admin.createAccount({ creditsUsd: '1' });
+      const data = await readAll(await postChat(gw, streamed.key, { model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS, stream: true }));
+      expect(data.at(-1)).toBe('[DONE]');
+      expect(await expectCharged(streamed.accountId, expected, { streamed: true })).toBe(cost);
+    });
+
+    it('prices 1-hour cache writes at the cache-write price when the entry sets none of their own', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.usageDetails = ALL_CLASSES;
+      await sdk(gw, key).chat.completions.create({ model: WRITE_PRICED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
+      // (2,000 − 1,024 − 256 − 300) × 3 + 1,024 × 0.3 + 256 × 3.75 (96 of them 1-hour writes, at the same price) + 300 × 3 + 300 × 15
+      const cost = await expectCharged(accountId, ALL_EXPECTED, {}, WRITE_PRICED);
+      expect(cost).toBe(BigInt(Math.ceil(420 * 3 + 1024 * 0.3 + 256 * 3.75 + 300 * 3 + 300 * 15)));
     });
 
     it("charges the classes of a model without class prices at its base prices, and still records them", async () => {
@@ -124,15 +172,25 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
     it('cuts subtotals over their total to fit and counts unreadable ones as 0, and passes them to the client as they came', async () => {
       const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
       fake.reply.usageDetails = {
-        // 1,500 cached fit; the cache write is cut to the 500 left; audio as a string counts 0.
-        prompt: { cached_tokens: 1500, cache_write_tokens: 800, audio_tokens: '300' },
+        // 1,500 cached fit; the cache write is cut to the 500 left, and the 1-hour writes to it; audio as a string counts 0.
+        prompt: { cached_tokens: 1500, cache_write_tokens: 800, cache_write_1h_tokens: 700, audio_tokens: '300' },
         // Audio output over the total: all 300; reasoning not a whole number: 0.
         completion: { audio_tokens: 400, reasoning_tokens: 5.5 },
       };
       const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
       expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
       expect((completion.usage as any).prompt_tokens_details.audio_tokens).toBe('300');
-      await expectCharged(accountId, { prompt: PROMPT, completion: COMPLETION, cached: 1500, cacheWrite: 500, audioOut: 300 });
+      await expectCharged(accountId, { prompt: PROMPT, completion: COMPLETION, cached: 1500, cacheWrite: 500, cacheWrite1h: 500, audioOut: 300 });
+    });
+
+    it('counts 1-hour cache writes that are negative or not whole numbers as 0', async () => {
+      for (const value of [-64, 12.5]) {
+        const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+        fake.reply.usageDetails = { prompt: { cache_write_tokens: 256, cache_write_1h_tokens: value } };
+        const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
+        expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
+        await expectCharged(accountId, { prompt: PROMPT, completion: COMPLETION, cacheWrite: 256 });
+      }
     });
   });
 
@@ -172,7 +230,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
     const input = MESSAGES.map((m) => ({ role: m.role, content: m.content }));
     const responsesUsage = {
       input_tokens: PROMPT,
-      input_tokens_details: { cached_tokens: 1024, cache_write_tokens: 256 },
+      input_tokens_details: { cached_tokens: 1024, cache_write_tokens: 256, cache_write_1h_tokens: 96 },
       output_tokens: COMPLETION,
       output_tokens_details: { reasoning_tokens: 64 },
       total_tokens: PROMPT + COMPLETION,
@@ -196,6 +254,37 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const completed = events.find((e) => e.type === 'response.completed');
       expect(completed.response.usage).toEqual(responsesUsage);
       await expectCharged(accountId, ALL_EXPECTED, { endpoint: '/v1/responses', streamed: true });
+    });
+  });
+
+  describe('the Messages API', () => {
+    const messages = [{ role: 'user' as const, content: MESSAGES[0].content + MESSAGES[1].content }];
+    // Anthropic's input_tokens leave out the cache reads and writes (2,000 − 1,024 − 256); cache_creation splits the writes by TTL.
+    const split = { input_tokens: 720, output_tokens: COMPLETION, cache_read_input_tokens: 1024, cache_creation_input_tokens: 256 };
+    const byTtl = { ephemeral_5m_input_tokens: 160, ephemeral_1h_input_tokens: 96 };
+
+    it('answers cache_creation by TTL beside cache_creation_input_tokens, JSON and streamed, and charges every class', async () => {
+      const json = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.usageDetails = ALL_CLASSES;
+      const message = await anthropic(gw, json.key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages });
+      expect(message.usage).toEqual({ ...split, cache_creation: byTtl });
+      const jsonCost = await expectCharged(json.accountId, ALL_EXPECTED, { endpoint: '/v1/messages', streamed: false });
+
+      // Streamed: the final figures come with message_delta (the gateway knows them only at the end), cache_creation too.
+      const streamed = await admin.createAccount({ creditsUsd: '1' });
+      const events = await anthropic(gw, streamed.key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages, stream: true });
+      const deltas: unknown[] = [];
+      for await (const event of events) if (event.type === 'message_delta') deltas.push(event.usage);
+      expect(deltas).toEqual([{ ...split, cache_creation: byTtl }]);
+      expect(await expectCharged(streamed.accountId, ALL_EXPECTED, { endpoint: '/v1/messages', streamed: true })).toBe(jsonCost);
+    });
+
+    it('leaves cache_creation out when the upstream does not tell the 1-hour writes apart', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '1' });
+      fake.reply.usageDetails = { prompt: { cached_tokens: 1024, cache_write_tokens: 256 } };
+      const message = await anthropic(gw, key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages });
+      expect(message.usage).toEqual(split);
+      expect(message.usage).not.toHaveProperty('cache_creation');
     });
   });
 
@@ -292,6 +381,27 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       expect(money.charges.map((c) => c.amount)).toEqual([hold()]);
     });
 
+    it('holds the prompt bound at the 1-hour cache-write price when it is the highest input-class price', async () => {
+      const hourHold = holdMicros(HOUR_DEAR, MESSAGES, MAX_TOKENS);
+      expect(hourHold).toBe(BigInt(promptBound * 60 + MAX_TOKENS * 15));
+      const short = await admin.createAccount({ creditsUsd: usd(hourHold - 1n) });
+      const err = await sdk(gw, short.key).chat.completions.create({ model: HOUR_DEAR.id, messages: MESSAGES, max_tokens: MAX_TOKENS }).catch((e) => e);
+      expect(err).toMatchObject({ status: 402, code: 'insufficient_credits' });
+      expect(err.message).toContain(`$${usd(hourHold)}`);
+      expect(fake.requests).toHaveLength(0);
+
+      // Exactly the hold: served, and a prompt that is all 1-hour cache writes, with the whole allowance, costs exactly the hold.
+      const exact = await admin.createAccount({ creditsUsd: usd(hourHold) });
+      fake.reply = { content: 'x', promptTokens: promptBound, completionTokens: MAX_TOKENS, usageDetails: { prompt: { cache_write_tokens: promptBound, cache_write_1h_tokens: promptBound } } };
+      await sdk(gw, exact.key).chat.completions.create({ model: HOUR_DEAR.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
+      expect(classCostMicros(HOUR_DEAR, { prompt: promptBound, completion: MAX_TOKENS, cacheWrite: promptBound, cacheWrite1h: promptBound })).toBe(hourHold);
+      const money = await moneyOf(db, exact.accountId);
+      expect(money).toMatchObject({ balance: 0n, reserved: 0n, ledgerSum: 0n, openHolds: 0 });
+      expect(money.charges.map((c) => c.amount)).toEqual([hourHold]);
+      const [row] = await waitForUsageRows(db, exact.accountId, 1);
+      expect(row).toMatchObject({ cache_write_tokens: promptBound, cache_write_1h_tokens: promptBound, cost_micros: String(hourHold) });
+    });
+
     it('never charges more than the hold, even when the upstream reports more than the prompt bound', async () => {
       const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
       fake.reply = { content: 'x', promptTokens: promptBound + 100, completionTokens: MAX_TOKENS, usageDetails: { prompt: { audio_tokens: promptBound + 100 }, completion: { audio_tokens: MAX_TOKENS } } };
@@ -312,17 +422,27 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       return sdk(gw, apiKey).chat.completions.create({ model, messages: MESSAGES, max_tokens: MAX_TOKENS });
     };
     await ask(key, CLASSED.id, EACH_CLASS[0][1]); // 1,536 cached
-    await ask(key, BASE_ONLY.id, ALL_CLASSES); // 1,024 cached, 256 cache write, 300 audio in, 120 audio out, 64 reasoning
-    await ask(second.key, CLASSED.id, EACH_CLASS[3][1]); // 250 audio out
+    await ask(key, BASE_ONLY.id, ALL_CLASSES); // 1,024 cached, 256 cache write (96 for an hour), 300 audio in, 120 audio out, 64 reasoning
+    await ask(second.key, CLASSED.id, EACH_CLASS.find(([name]) => name === 'audio output')![1]); // 250 audio out
     await waitForUsageRows(db, accountId, 3);
     await moneyOf(db, accountId);
 
-    const none = { cached_tokens: 0, cache_write_tokens: 0, audio_input_tokens: 0, audio_output_tokens: 0, reasoning_tokens: 0 };
-    const firstKey = { requests: 2, prompt_tokens: 2 * PROMPT, completion_tokens: 2 * COMPLETION, cached_tokens: 1536 + 1024, cache_write_tokens: 256, audio_input_tokens: 300, audio_output_tokens: 120, reasoning_tokens: 64 };
+    const none = { cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, audio_input_tokens: 0, audio_output_tokens: 0, reasoning_tokens: 0 };
+    const firstKey = {
+      requests: 2,
+      prompt_tokens: 2 * PROMPT,
+      completion_tokens: 2 * COMPLETION,
+      cached_tokens: 1536 + 1024,
+      cache_write_tokens: 256,
+      cache_write_1h_tokens: 96,
+      audio_input_tokens: 300,
+      audio_output_tokens: 120,
+      reasoning_tokens: 64,
+    };
     const secondKey = { requests: 1, prompt_tokens: PROMPT, completion_tokens: COMPLETION, ...none, audio_output_tokens: 250 };
     const classedModel = { requests: 2, prompt_tokens: 2 * PROMPT, completion_tokens: 2 * COMPLETION, ...none, cached_tokens: 1536, audio_output_tokens: 250 };
-    const baseModel = { requests: 1, prompt_tokens: PROMPT, completion_tokens: COMPLETION, cached_tokens: 1024, cache_write_tokens: 256, audio_input_tokens: 300, audio_output_tokens: 120, reasoning_tokens: 64 };
-    const totals = { requests: 3, prompt_tokens: 3 * PROMPT, completion_tokens: 3 * COMPLETION, cached_tokens: 2560, cache_write_tokens: 256, audio_input_tokens: 300, audio_output_tokens: 370, reasoning_tokens: 64 };
+    const baseModel = { ...none, requests: 1, prompt_tokens: PROMPT, completion_tokens: COMPLETION, ...classColumns(ALL_EXPECTED) };
+    const totals = { ...firstKey, requests: 3, prompt_tokens: 3 * PROMPT, completion_tokens: 3 * COMPLETION, audio_output_tokens: 370 };
 
     const expectClasses = (view: any) => {
       expect(view.totals).toMatchObject(totals);

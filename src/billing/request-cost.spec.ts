@@ -1,15 +1,16 @@
 import fc from 'fast-check';
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import { MAX_TOKEN_COUNT, requestCost, tokenUsageOf, worstCaseMicros } from './request-cost';
+import { MAX_TOKEN_COUNT, requestCost, separatesCacheWrite1h, tokenUsageOf, worstCaseMicros } from './request-cost';
 import { tokenPrices } from './token-prices';
 
-/** gpt-4o-audio-preview's prices, and a cache write at 1.25 × input (OpenRouter's Anthropic models). */
+/** gpt-4o-audio-preview's prices, and cache writes at 1.25 × input (5 minutes) and 2 × input (1 hour), Anthropic's ratios. */
 const PRICED = {
   id: 'priced',
   kind: 'chat',
   input_price_per_million: 2.5,
   cached_input_price_per_million: 1.25,
   cache_write_price_per_million: 3.125,
+  cache_write_1h_price_per_million: 5,
   audio_input_price_per_million: 40,
   output_price_per_million: 10,
   audio_output_price_per_million: 80,
@@ -33,14 +34,20 @@ describe(requestCost.name, () => {
     // 1,000 × 2.5 + 100 × 10 = 3,500 micro-USD
     expect(requestCost({ prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 }, PRICED)).toEqual({
       micros: 3500n,
-      usage: { promptTokens: 1000, completionTokens: 100, cachedTokens: 0, cacheWriteTokens: 0, audioInputTokens: 0, audioOutputTokens: 0, reasoningTokens: 0 },
+      usage: { promptTokens: 1000, completionTokens: 100, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, audioInputTokens: 0, audioOutputTokens: 0, reasoningTokens: 0 },
     });
   });
 
   it.each([
     // [class, usage block, micro-USD, the class count recorded]
     ['cached', usage(1000, 100, { cached_tokens: 800 }), 200 * 2.5 + 800 * 1.25 + 100 * 10, { cachedTokens: 800 }],
-    ['cache-write', usage(1000, 100, { cache_write_tokens: 800 }), 200 * 2.5 + 800 * 3.125 + 100 * 10, { cacheWriteTokens: 800 }],
+    ['cache-write', usage(1000, 100, { cache_write_tokens: 800 }), 200 * 2.5 + 800 * 3.125 + 100 * 10, { cacheWriteTokens: 800, cacheWrite1hTokens: 0 }],
+    [
+      '1-hour cache-write (a part of the cache writes)',
+      usage(1000, 100, { cache_write_tokens: 800, cache_write_1h_tokens: 400 }),
+      200 * 2.5 + 400 * 3.125 + 400 * 5 + 100 * 10,
+      { cacheWriteTokens: 800, cacheWrite1hTokens: 400 },
+    ],
     ['audio input', usage(1000, 100, { audio_tokens: 800 }), 200 * 2.5 + 800 * 40 + 100 * 10, { audioInputTokens: 800 }],
     ['audio output', usage(1000, 100, {}, { audio_tokens: 60 }), 1000 * 2.5 + 40 * 10 + 60 * 80, { audioOutputTokens: 60 }],
     ['reasoning (billed as output)', usage(1000, 100, {}, { reasoning_tokens: 60 }), 1000 * 2.5 + 100 * 10, { reasoningTokens: 60 }],
@@ -56,7 +63,7 @@ describe(requestCost.name, () => {
     const expected = 3_000 * 2.5 + 4_000 * 1.25 + 2_000 * 3.125 + 1_000 * 40 + 700 * 10 + 300 * 80;
     expect(requestCost(block, PRICED)).toEqual({
       micros: BigInt(expected),
-      usage: { promptTokens: 10_000, completionTokens: 1_000, cachedTokens: 4_000, cacheWriteTokens: 2_000, audioInputTokens: 1_000, audioOutputTokens: 300, reasoningTokens: 200 },
+      usage: { promptTokens: 10_000, completionTokens: 1_000, cachedTokens: 4_000, cacheWriteTokens: 2_000, cacheWrite1hTokens: 0, audioInputTokens: 1_000, audioOutputTokens: 300, reasoningTokens: 200 },
     });
   });
 
@@ -64,6 +71,49 @@ describe(requestCost.name, () => {
     const block = usage(10_000, 1_000, { cached_tokens: 4_000, cache_write_tokens: 2_000, audio_tokens: 1_000 }, { audio_tokens: 300, reasoning_tokens: 200 });
     expect(micros(block, BASE_ONLY)).toBe(BigInt(10_000 * 2.5 + 1_000 * 10));
     expect(requestCost(block, BASE_ONLY)!.usage.cachedTokens).toBe(4_000);
+  });
+
+  it('charges cached, 5-minute and 1-hour cache-write tokens each at its price', () => {
+    // Anthropic's claude-sonnet-4-5 prices: 3 input, 0.30 cache read, 3.75 5-minute write, 6 1-hour write, 15 output.
+    const sonnet = {
+      id: 'sonnet', kind: 'chat', input_price_per_million: 3, cached_input_price_per_million: 0.3, cache_write_price_per_million: 3.75,
+      cache_write_1h_price_per_million: 6, output_price_per_million: 15,
+    } as CatalogEntry;
+    const block = usage(10_000, 500, { cached_tokens: 6_000, cache_write_tokens: 3_000, cache_write_1h_tokens: 1_000 });
+    // (10,000 − 6,000 − 3,000) × 3 + 6,000 × 0.3 + (3,000 − 1,000) × 3.75 + 1,000 × 6 + 500 × 15
+    expect(micros(block, sonnet)).toBe(BigInt(1_000 * 3 + 1_800 + 2_000 * 3.75 + 1_000 * 6 + 500 * 15));
+    expect(requestCost(block, sonnet)!.usage).toMatchObject({ cachedTokens: 6_000, cacheWriteTokens: 3_000, cacheWrite1hTokens: 1_000 });
+  });
+
+  it('prices 1-hour cache writes at the cache-write price when the entry sets no price of their own, else at the input price', () => {
+    const block = usage(1000, 100, { cache_write_tokens: 800, cache_write_1h_tokens: 300 });
+    const { cache_write_1h_price_per_million: _, ...withoutOwn } = PRICED;
+    expect(tokenPrices(withoutOwn as CatalogEntry)).toMatchObject({ cacheWrite: 3_125_000n, cacheWrite1h: 3_125_000n });
+    expect(micros(block, withoutOwn as CatalogEntry)).toBe(BigInt(200 * 2.5 + 800 * 3.125 + 100 * 10));
+    expect(tokenPrices(BASE_ONLY)).toMatchObject({ cacheWrite: 2_500_000n, cacheWrite1h: 2_500_000n });
+    expect(micros(block, BASE_ONLY)).toBe(BigInt(1000 * 2.5 + 100 * 10));
+    // A 1-hour price alone: the 5-minute writes at the input price.
+    const only1h = { ...BASE_ONLY, cache_write_1h_price_per_million: 5 } as CatalogEntry;
+    expect(micros(block, only1h)).toBe(BigInt(700 * 2.5 + 300 * 5 + 100 * 10));
+  });
+
+  it('cuts 1-hour cache writes to the cache writes as cut, and counts invalid ones as 0', () => {
+    const cut = (promptDetails: Record<string, unknown>, prompt = 1000) => requestCost(usage(prompt, 100, promptDetails), PRICED)!;
+    // More 1-hour writes than writes: all the writes are 1-hour ones.
+    expect(cut({ cache_write_tokens: 200, cache_write_1h_tokens: 500 }).usage).toMatchObject({ cacheWriteTokens: 200, cacheWrite1hTokens: 200 });
+    expect(cut({ cache_write_tokens: 200, cache_write_1h_tokens: 500 }).micros).toBe(BigInt(800 * 2.5 + 200 * 5 + 100 * 10));
+    // 1-hour writes without writes: none.
+    expect(cut({ cache_write_1h_tokens: 500 }).usage).toMatchObject({ cacheWriteTokens: 0, cacheWrite1hTokens: 0 });
+    expect(cut({ cache_write_1h_tokens: 500 }).micros).toBe(3500n);
+    // The writes cut to the prompt (after 900 cached): 100 writes left, the 1-hour ones cut to them.
+    expect(cut({ cached_tokens: 900, cache_write_tokens: 400, cache_write_1h_tokens: 300 }).usage).toMatchObject({
+      cachedTokens: 900,
+      cacheWriteTokens: 100,
+      cacheWrite1hTokens: 100,
+    });
+    for (const value of [-5, 2.5, '300', null, Number.NaN, { tokens: 3 }]) {
+      expect([value, cut({ cache_write_tokens: 400, cache_write_1h_tokens: value }).usage.cacheWrite1hTokens]).toEqual([value, 0]);
+    }
   });
 
   it('cuts subtotals over their total to fit, in the order cached, cache-write, audio', () => {
@@ -89,9 +139,9 @@ describe(requestCost.name, () => {
     ['an object', { tokens: 800 }],
     ['true', true],
   ])('counts a subtotal that is %s as 0', (_, value) => {
-    const block = usage(1000, 100, { cached_tokens: value, cache_write_tokens: value, audio_tokens: value }, { audio_tokens: value, reasoning_tokens: value });
+    const block = usage(1000, 100, { cached_tokens: value, cache_write_tokens: value, cache_write_1h_tokens: value, audio_tokens: value }, { audio_tokens: value, reasoning_tokens: value });
     const cost = requestCost(block, PRICED)!;
-    expect(cost.usage).toEqual({ promptTokens: 1000, completionTokens: 100, cachedTokens: 0, cacheWriteTokens: 0, audioInputTokens: 0, audioOutputTokens: 0, reasoningTokens: 0 });
+    expect(cost.usage).toEqual({ promptTokens: 1000, completionTokens: 100, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, audioInputTokens: 0, audioOutputTokens: 0, reasoningTokens: 0 });
     expect(cost.micros).toBe(3500n);
   });
 
@@ -157,6 +207,18 @@ describe(requestCost.name, () => {
     expect(tokenUsageOf(responses)).toEqual(tokenUsageOf(usage(1000, 100, { cached_tokens: 600, cache_write_tokens: 100 }, { reasoning_tokens: 40 })));
     // 300 × 2.5 + 600 × 1.25 + 100 × 3.125 + 100 × 10 = 2,812.5 → 2,813
     expect(micros(responses)).toBe(2813n);
+    const with1h = { ...responses, input_tokens_details: { cached_tokens: 600, cache_write_tokens: 100, cache_write_1h_tokens: 40 } };
+    expect(tokenUsageOf(with1h)).toEqual(tokenUsageOf(usage(1000, 100, { cached_tokens: 600, cache_write_tokens: 100, cache_write_1h_tokens: 40 }, { reasoning_tokens: 40 })));
+    expect(tokenUsageOf(with1h)).toMatchObject({ cacheWriteTokens: 100, cacheWrite1hTokens: 40 });
+  });
+});
+
+describe(separatesCacheWrite1h.name, () => {
+  it('tells a block that carries cache_write_1h_tokens (chat or Responses shape) from one that does not', () => {
+    expect(separatesCacheWrite1h(usage(10, 1, { cache_write_tokens: 5, cache_write_1h_tokens: 0 }))).toBe(true);
+    expect(separatesCacheWrite1h({ input_tokens: 10, output_tokens: 1, input_tokens_details: { cache_write_1h_tokens: 2 } })).toBe(true);
+    expect(separatesCacheWrite1h(usage(10, 1, { cache_write_tokens: 5 }))).toBe(false);
+    for (const block of [undefined, null, 'usage', { prompt_tokens: 10, completion_tokens: 1 }]) expect(separatesCacheWrite1h(block)).toBe(false);
   });
 });
 
@@ -165,6 +227,8 @@ describe(worstCaseMicros.name, () => {
     const prices = tokenPrices(PRICED);
     expect(prices).toMatchObject({ holdInput: 40_000_000n, holdOutput: 80_000_000n });
     expect(tokenPrices(BASE_ONLY)).toMatchObject({ holdInput: 2_500_000n, holdOutput: 10_000_000n });
+    // The 1-hour cache-write price counts among the input classes' when it is the highest.
+    expect(tokenPrices({ ...BASE_ONLY, cache_write_1h_price_per_million: 6 } as CatalogEntry)).toMatchObject({ holdInput: 6_000_000n });
     // 1,000 × 40 + 100 × 80
     expect(worstCaseMicros(1000, 100, prices.holdInput, prices.holdOutput)).toBe(48_000n);
   });
@@ -174,20 +238,26 @@ describe(worstCaseMicros.name, () => {
     const optionalPrice = fc.option(price, { nil: undefined });
     fc.assert(
       fc.property(
-        fc.record({ input: price, output: price, cached: optionalPrice, write: optionalPrice, audioIn: optionalPrice, audioOut: optionalPrice }),
+        fc.record({ input: price, output: price, cached: optionalPrice, write: optionalPrice, write1h: optionalPrice, audioIn: optionalPrice, audioOut: optionalPrice }),
         fc.integer({ min: 0, max: 1_000_000 }),
         fc.integer({ min: 0, max: 100_000 }),
-        fc.array(fc.integer({ min: 0, max: 1_000_000 }), { minLength: 5, maxLength: 5 }),
+        fc.array(fc.integer({ min: 0, max: 1_000_000 }), { minLength: 6, maxLength: 6 }),
         fc.double({ min: 0, max: 1, noNaN: true }),
         fc.double({ min: 0, max: 1, noNaN: true }),
         (p, promptBound, allowance, parts, promptShare, completionShare) => {
           const model = {
             id: 'any', kind: 'chat', input_price_per_million: p.input, output_price_per_million: p.output, cached_input_price_per_million: p.cached,
-            cache_write_price_per_million: p.write, audio_input_price_per_million: p.audioIn, audio_output_price_per_million: p.audioOut,
+            cache_write_price_per_million: p.write, cache_write_1h_price_per_million: p.write1h, audio_input_price_per_million: p.audioIn,
+            audio_output_price_per_million: p.audioOut,
           } as CatalogEntry;
           const prompt = Math.floor(promptBound * promptShare);
           const completion = Math.floor(allowance * completionShare);
-          const block = usage(prompt, completion, { cached_tokens: parts[0], cache_write_tokens: parts[1], audio_tokens: parts[2] }, { audio_tokens: parts[3], reasoning_tokens: parts[4] });
+          const block = usage(
+            prompt,
+            completion,
+            { cached_tokens: parts[0], cache_write_tokens: parts[1], cache_write_1h_tokens: parts[5], audio_tokens: parts[2] },
+            { audio_tokens: parts[3], reasoning_tokens: parts[4] },
+          );
           const prices = tokenPrices(model);
           return requestCost(block, model)!.micros <= worstCaseMicros(promptBound, allowance, prices.holdInput, prices.holdOutput);
         },

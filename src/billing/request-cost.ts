@@ -17,7 +17,8 @@ export const MAX_TOKEN_COUNT = 2_147_483_647;
  * Responses API, aborted streams, retried deployments; DESIGN.md section 10, docs/billing.md "Token
  * classes"): the whole usage block the upstream reported, priced under the request's catalog entry.
  *
- *   (prompt − cached − cache_write − audio_in) × input + cached × cached_input + cache_write × cache_write
+ *   (prompt − cached − cache_write − audio_in) × input + cached × cached_input
+ *   + (cache_write − cache_write_1h) × cache_write + cache_write_1h × cache_write_1h
  *   + audio_in × audio_input + (completion − audio_out) × output + audio_out × audio_output
  *
  * in pico-USD, exactly, then rounded up to the micro-dollar once. Null when the block has no valid totals:
@@ -30,30 +31,48 @@ export function requestCost(usageBlock: unknown, model: CatalogEntry): RequestCo
 
 /**
  * The tokens by class of a usage block: chat's (`prompt_tokens`, `completion_tokens`,
- * `prompt_tokens_details.{cached_tokens, cache_write_tokens, audio_tokens}`,
+ * `prompt_tokens_details.{cached_tokens, cache_write_tokens, cache_write_1h_tokens, audio_tokens}`,
  * `completion_tokens_details.{audio_tokens, reasoning_tokens}`) or the Responses API's (`input_tokens`,
- * `output_tokens`, `input_tokens_details.{cached_tokens, cache_write_tokens}`,
+ * `output_tokens`, `input_tokens_details.{cached_tokens, cache_write_tokens, cache_write_1h_tokens}`,
  * `output_tokens_details.reasoning_tokens`). Null unless both totals are whole numbers from 0 to
  * MAX_TOKEN_COUNT. A subtotal that is missing, negative, not a whole number or not a number counts 0; the
  * subtotals are cut to fit their total, in order (cached, cache-write, audio; then audio, reasoning), each
- * to what the ones before it left.
+ * to what the ones before it left; the 1-hour cache writes (a gateway extension, a part of the cache writes)
+ * are cut to fit the cache writes as cut.
  */
 export function tokenUsageOf(block: unknown): TokenUsage | null {
   if (!isObject(block)) return null;
   if (isTotal(block.prompt_tokens) && isTotal(block.completion_tokens)) {
     const input = detailsOf(block.prompt_tokens_details);
     const output = detailsOf(block.completion_tokens_details);
-    return classified(block.prompt_tokens, [input.cached_tokens, input.cache_write_tokens, input.audio_tokens], block.completion_tokens, [
-      output.audio_tokens,
-      output.reasoning_tokens,
-    ]);
+    return classified(
+      block.prompt_tokens,
+      [input.cached_tokens, input.cache_write_tokens, input.audio_tokens],
+      input.cache_write_1h_tokens,
+      block.completion_tokens,
+      [output.audio_tokens, output.reasoning_tokens],
+    );
   }
   if (isTotal(block.input_tokens) && isTotal(block.output_tokens)) {
     const input = detailsOf(block.input_tokens_details);
     const output = detailsOf(block.output_tokens_details);
-    return classified(block.input_tokens, [input.cached_tokens, input.cache_write_tokens, 0], block.output_tokens, [0, output.reasoning_tokens]);
+    return classified(block.input_tokens, [input.cached_tokens, input.cache_write_tokens, 0], input.cache_write_1h_tokens, block.output_tokens, [
+      0,
+      output.reasoning_tokens,
+    ]);
   }
   return null;
+}
+
+/**
+ * Whether a usage block tells its 1-hour cache writes apart (carries `cache_write_1h_tokens` in its prompt or
+ * input details, as the native Anthropic provider does; an OpenAI-shaped upstream never does): the answers
+ * that can show the split (Messages' `cache_creation`) show it only then.
+ */
+export function separatesCacheWrite1h(block: unknown): boolean {
+  if (!isObject(block)) return false;
+  const details = isObject(block.prompt_tokens_details) ? block.prompt_tokens_details : block.input_tokens_details;
+  return isObject(details) && details.cache_write_1h_tokens !== undefined;
 }
 
 /** The formula of `requestCost` on counts that fit their totals. */
@@ -62,7 +81,8 @@ export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
   const picos =
     BigInt(plainInput) * prices.input +
     BigInt(usage.cachedTokens) * prices.cachedInput +
-    BigInt(usage.cacheWriteTokens) * prices.cacheWrite +
+    BigInt(usage.cacheWriteTokens - usage.cacheWrite1hTokens) * prices.cacheWrite +
+    BigInt(usage.cacheWrite1hTokens) * prices.cacheWrite1h +
     BigInt(usage.audioInputTokens) * prices.audioInput +
     BigInt(usage.completionTokens - usage.audioOutputTokens) * prices.output +
     BigInt(usage.audioOutputTokens) * prices.audioOutput;
@@ -83,10 +103,11 @@ function roundUpToMicros(picos: bigint): bigint {
   return (picos + 999_999n) / 1_000_000n;
 }
 
-function classified(prompt: number, promptParts: unknown[], completion: number, completionParts: unknown[]): TokenUsage {
+function classified(prompt: number, promptParts: unknown[], cacheWrite1h: unknown, completion: number, completionParts: unknown[]): TokenUsage {
   const [cachedTokens, cacheWriteTokens, audioInputTokens] = cutToFit(prompt, promptParts);
+  const [cacheWrite1hTokens] = cutToFit(cacheWriteTokens, [cacheWrite1h]);
   const [audioOutputTokens, reasoningTokens] = cutToFit(completion, completionParts);
-  return { promptTokens: prompt, completionTokens: completion, cachedTokens, cacheWriteTokens, audioInputTokens, audioOutputTokens, reasoningTokens };
+  return { promptTokens: prompt, completionTokens: completion, cachedTokens, cacheWriteTokens, cacheWrite1hTokens, audioInputTokens, audioOutputTokens, reasoningTokens };
 }
 
 /** Each subtotal (0 unless a whole number ≥ 0) cut to what the total has left after the ones before it. */

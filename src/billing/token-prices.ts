@@ -5,12 +5,15 @@ import { usdToMicros } from '../common/money';
 
 /**
  * A chat model's price of each token class (DESIGN.md section 10) as exact integers: pico-USD per token
- * (= USD per million tokens × 10^6). A class without a price of its own costs its total's price.
+ * (= USD per million tokens × 10^6). A class without a price of its own costs its total's price (the 1-hour
+ * cache writes, a part of the cache writes: the cache-write price).
  */
 export interface TokenPrices {
   input: bigint;
   cachedInput: bigint;
   cacheWrite: bigint;
+  /** 1-hour cache writes, a part of the cache writes (their own price, else the cache-write price). */
+  cacheWrite1h: bigint;
   audioInput: bigint;
   output: bigint;
   audioOutput: bigint;
@@ -40,17 +43,19 @@ function convert(model: CatalogEntry): TokenPrices {
   const picos = Object.fromEntries(TOKEN_PRICE_FIELDS.map((field) => [field, priceToPicos(model, field)])) as Record<TokenPriceField, bigint | null>;
   const input = picos.input_price_per_million ?? 0n;
   const output = picos.output_price_per_million ?? 0n;
+  const cacheWrite = picos.cache_write_price_per_million ?? input;
   const prices = {
     input,
     cachedInput: picos.cached_input_price_per_million ?? input,
-    cacheWrite: picos.cache_write_price_per_million ?? input,
+    cacheWrite,
+    cacheWrite1h: picos.cache_write_1h_price_per_million ?? cacheWrite,
     audioInput: picos.audio_input_price_per_million ?? input,
     output,
     audioOutput: picos.audio_output_price_per_million ?? output,
   };
   return {
     ...prices,
-    holdInput: max(prices.input, prices.cachedInput, prices.cacheWrite, prices.audioInput),
+    holdInput: max(prices.input, prices.cachedInput, prices.cacheWrite, prices.cacheWrite1h, prices.audioInput),
     holdOutput: max(prices.output, prices.audioOutput),
   };
 }

@@ -122,14 +122,27 @@ describe('validateGatewayConfig', () => {
     Object.assign(raw.catalog[0], {
       cached_input_price_per_million: 0.075,
       cache_write_price_per_million: 0.1875,
+      cache_write_1h_price_per_million: 0.3,
       audio_input_price_per_million: 10,
       audio_output_price_per_million: 20,
     });
     const [sut] = validateGatewayConfig(raw).catalog;
-    expect(sut).toMatchObject({ cached_input_price_per_million: 0.075, cache_write_price_per_million: 0.1875, audio_input_price_per_million: 10, audio_output_price_per_million: 20 });
+    expect(sut).toMatchObject({
+      cached_input_price_per_million: 0.075,
+      cache_write_price_per_million: 0.1875,
+      cache_write_1h_price_per_million: 0.3,
+      audio_input_price_per_million: 10,
+      audio_output_price_per_million: 20,
+    });
   });
 
-  it.each(['cached_input_price_per_million', 'cache_write_price_per_million', 'audio_input_price_per_million', 'audio_output_price_per_million'])(
+  it.each([
+    'cached_input_price_per_million',
+    'cache_write_price_per_million',
+    'cache_write_1h_price_per_million',
+    'audio_input_price_per_million',
+    'audio_output_price_per_million',
+  ])(
     'refuses a negative, non-numeric, empty or too fine %s, naming it',
     (field) => {
       for (const value of [-0.5, '1.25', null, true, 0.0000001, 1e13]) {

@@ -134,6 +134,8 @@ export class CatalogEntry {
   // price. An empty value (null) is refused: it is more likely a forgotten price than a wish for the default.
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() cached_input_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() cache_write_price_per_million?: number;
+  /** 1-hour cache writes (a part of the cache writes); left out: the cache-write price. */
+  @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() cache_write_1h_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_input_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_output_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;

@@ -4,6 +4,7 @@ export const TOKEN_PRICE_FIELDS = [
   'output_price_per_million',
   'cached_input_price_per_million',
   'cache_write_price_per_million',
+  'cache_write_1h_price_per_million',
   'audio_input_price_per_million',
   'audio_output_price_per_million',
 ] as const;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { tokenUsageOf } from '../billing/request-cost';
+import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
 
 /** An Anthropic-style object id: `msg_…` for messages, `toolu_…` for a tool call the upstream left without an id. */
 export function newId(prefix: 'msg' | 'toolu'): string {
@@ -19,6 +19,11 @@ export interface MessageUsage {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  /**
+   * The cache writes by TTL (their sum is cache_creation_input_tokens), when the upstream tells them apart. Streams
+   * carry it in message_delta, where the gateway first knows it (Anthropic's own stream has it in message_start).
+   */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 /**
@@ -38,8 +43,9 @@ export function stopOf(choice: { finish_reason?: unknown; stop_reason?: unknown 
 /**
  * Chat's usage block in Anthropic's terms (DESIGN.md section 10): the cached and cache-write tokens are part
  * of chat's prompt_tokens and stand beside Anthropic's input_tokens, read as billing reads them
- * (tokenUsageOf: invalid subtotals count 0, subtotals over the total are cut to fit). Null when the upstream
- * sent no valid usage.
+ * (tokenUsageOf: invalid subtotals count 0, subtotals over the total are cut to fit). `cache_creation` splits the
+ * cache writes by TTL when the upstream tells the 1-hour ones apart (separatesCacheWrite1h). Null when the
+ * upstream sent no valid usage.
  */
 export function messageUsage(usage: unknown): MessageUsage | null {
   const tokens = tokenUsageOf(usage);
@@ -49,6 +55,12 @@ export function messageUsage(usage: unknown): MessageUsage | null {
     output_tokens: tokens.completionTokens,
     cache_read_input_tokens: tokens.cachedTokens,
     cache_creation_input_tokens: tokens.cacheWriteTokens,
+    ...(separatesCacheWrite1h(usage) && {
+      cache_creation: {
+        ephemeral_5m_input_tokens: tokens.cacheWriteTokens - tokens.cacheWrite1hTokens,
+        ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens,
+      },
+    }),
   };
 }
 

@@ -22,6 +22,13 @@ const ENDPOINTS = new Set([
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/**
+ * The token classes counted beside prompt and completion (`kind`: the usage record's column without `_tokens`):
+ * parts of those totals (cache_write_1h of cache_write), not tokens besides them.
+ */
+export const TOKEN_CLASS_KINDS = ['cached', 'cache_write', 'cache_write_1h', 'audio_input', 'reasoning', 'audio_output'] as const;
+export type TokenClassKind = (typeof TOKEN_CLASS_KINDS)[number];
+
 /** What one finished, authenticated request contributes to the metrics (from its usage record). */
 export interface RequestSample {
   endpoint: string;
@@ -31,6 +38,8 @@ export interface RequestSample {
   latencySeconds: number;
   promptTokens: number;
   completionTokens: number;
+  /** The token classes' counts (absent: 0). */
+  classTokens?: Partial<Record<TokenClassKind, number>>;
   audioSeconds: number;
   inputChars: number;
   costMicros: bigint;
@@ -72,7 +81,7 @@ export class MetricsService {
   });
   private readonly tokens = new Counter({
     name: 'gateway_tokens_total',
-    help: 'Chat tokens recorded, by catalog model and kind (prompt or completion).',
+    help: 'Chat tokens recorded, by catalog model and kind: prompt, completion, and the token classes that are parts of them (cached, cache_write, cache_write_1h (of cache_write), audio_input; reasoning, audio_output).',
     labelNames: ['model', 'kind'] as const,
     registers: [this.registry],
   });
@@ -169,6 +178,10 @@ export class MetricsService {
     this.requestDuration.observe({ endpoint }, sample.latencySeconds);
     if (sample.promptTokens > 0) this.tokens.inc({ model, kind: 'prompt' }, sample.promptTokens);
     if (sample.completionTokens > 0) this.tokens.inc({ model, kind: 'completion' }, sample.completionTokens);
+    for (const kind of TOKEN_CLASS_KINDS) {
+      const count = sample.classTokens?.[kind] ?? 0;
+      if (count > 0) this.tokens.inc({ model, kind }, count);
+    }
     if (sample.costMicros > 0n) this.cost.inc({ model }, Number(sample.costMicros));
     if (sample.audioSeconds > 0) this.audioSeconds.inc({ model }, sample.audioSeconds);
     if (sample.inputChars > 0) this.speechChars.inc({ model }, sample.inputChars);

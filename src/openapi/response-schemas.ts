@@ -18,7 +18,8 @@ const listOf = (items: SchemaObject): SchemaObject => ({ type: 'array', items })
 /** The token classes (DESIGN.md section 10): each a part of prompt_tokens or completion_tokens, priced on its own. */
 const tokenClasses: Record<string, SchemaObject> = {
   cached_tokens: { type: 'integer', description: 'Part of prompt_tokens read from the prompt cache (cached_input_price_per_million)' },
-  cache_write_tokens: { type: 'integer', description: 'Part of prompt_tokens written to the prompt cache (cache_write_price_per_million)' },
+  cache_write_tokens: { type: 'integer', description: 'Part of prompt_tokens written to the prompt cache, for 5 minutes or an hour (cache_write_price_per_million)' },
+  cache_write_1h_tokens: { type: 'integer', description: 'Part of cache_write_tokens written to the prompt cache for an hour (cache_write_1h_price_per_million)' },
   reasoning_tokens: { type: 'integer', description: 'Part of completion_tokens spent reasoning (billed as output)' },
   audio_input_tokens: { type: 'integer', description: 'Part of prompt_tokens that is audio (audio_input_price_per_million)' },
   audio_output_tokens: { type: 'integer', description: 'Part of completion_tokens that is audio (audio_output_price_per_million)' },

@@ -29,6 +29,15 @@ describe(responseUsage.name, () => {
     expect(responseUsage(odd)).toMatchObject({ input_tokens_details: { cached_tokens: 0, cache_write_tokens: 100 }, output_tokens_details: { reasoning_tokens: 0 } });
   });
 
+  it('carries the 1-hour cache writes (a part of cache_write_tokens) when the upstream tells them apart, read back alike', () => {
+    const anthropic = { ...chatUsage, prompt_tokens_details: { cached_tokens: 1_536, cache_write_tokens: 64, cache_write_1h_tokens: 48 } };
+    expect(responseUsage(anthropic)).toMatchObject({ input_tokens_details: { cached_tokens: 1_536, cache_write_tokens: 64, cache_write_1h_tokens: 48 } });
+    expect(tokenUsageOf(responseUsage(anthropic))).toEqual(tokenUsageOf(anthropic));
+    // More than the writes: cut to them, as billed.
+    const over = { ...chatUsage, prompt_tokens_details: { cache_write_tokens: 64, cache_write_1h_tokens: 100 } };
+    expect(responseUsage(over)).toMatchObject({ input_tokens_details: { cache_write_tokens: 64, cache_write_1h_tokens: 64 } });
+  });
+
   it('has no usage without valid totals', () => {
     expect(responseUsage(undefined)).toBeNull();
     expect(responseUsage({ prompt_tokens: 'many', completion_tokens: 1 })).toBeNull();

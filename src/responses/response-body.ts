@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { tokenUsageOf } from '../billing/request-cost';
+import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
 import { ResponseEcho } from './responses-request.pipe';
 import { ToolShape, ToolShapes } from './responses-tools';
 
@@ -160,14 +160,19 @@ interface ChatToolCall {
 
 /**
  * Chat's usage block in the Responses API's terms (ResponseUsage): the counts the request is billed on
- * (tokenUsageOf, which reads this shape back to the same classes). The audio classes have no field there.
+ * (tokenUsageOf, which reads this shape back to the same classes). The audio classes have no field there; the
+ * 1-hour cache writes (a part of cache_write_tokens) have one when the upstream tells them apart.
  */
 export function responseUsage(usage: unknown): Record<string, unknown> | null {
   const tokens = tokenUsageOf(usage);
   if (!tokens) return null;
   return {
     input_tokens: tokens.promptTokens,
-    input_tokens_details: { cached_tokens: tokens.cachedTokens, cache_write_tokens: tokens.cacheWriteTokens },
+    input_tokens_details: {
+      cached_tokens: tokens.cachedTokens,
+      cache_write_tokens: tokens.cacheWriteTokens,
+      ...(separatesCacheWrite1h(usage) && { cache_write_1h_tokens: tokens.cacheWrite1hTokens }),
+    },
     output_tokens: tokens.completionTokens,
     output_tokens_details: { reasoning_tokens: tokens.reasoningTokens },
     total_tokens: tokens.promptTokens + tokens.completionTokens,

@@ -61,14 +61,14 @@ describe(UsageMeter.name, () => {
       writes.push(record);
       return 42n;
     };
-    const tokens = { promptTokens: 7, completionTokens: 3, cachedTokens: 4, cacheWriteTokens: 1, audioInputTokens: 2, audioOutputTokens: 1, reasoningTokens: 2 };
+    const tokens = { promptTokens: 7, completionTokens: 3, cachedTokens: 4, cacheWriteTokens: 1, cacheWrite1hTokens: 1, audioInputTokens: 2, audioOutputTokens: 1, reasoningTokens: 2 };
     meter.charged(tokens, charge);
     meter.handled();
     res.close(200);
     expect(uncharged).toHaveLength(0);
     expect(charged).toHaveLength(1);
     expect(writes[0]).toMatchObject({
-      prompt_tokens: 7, completion_tokens: 3, cached_tokens: 4, cache_write_tokens: 1, audio_input_tokens: 2, audio_output_tokens: 1, reasoning_tokens: 2, status: 200,
+      prompt_tokens: 7, completion_tokens: 3, cached_tokens: 4, cache_write_tokens: 1, cache_write_1h_tokens: 1, audio_input_tokens: 2, audio_output_tokens: 1, reasoning_tokens: 2, status: 200,
     });
   });
 
@@ -77,7 +77,7 @@ describe(UsageMeter.name, () => {
     meter.handled();
     res.close(402);
     expect(uncharged[0]).toMatchObject({
-      prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, audio_input_tokens: 0, audio_output_tokens: 0, reasoning_tokens: 0,
+      prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, audio_input_tokens: 0, audio_output_tokens: 0, reasoning_tokens: 0,
     });
   });
 

@@ -134,6 +134,7 @@ export class UsageMeter {
       completion_tokens: this.tokens.completionTokens,
       cached_tokens: this.tokens.cachedTokens,
       cache_write_tokens: this.tokens.cacheWriteTokens,
+      cache_write_1h_tokens: this.tokens.cacheWrite1hTokens,
       reasoning_tokens: this.tokens.reasoningTokens,
       audio_input_tokens: this.tokens.audioInputTokens,
       audio_output_tokens: this.tokens.audioOutputTokens,

@@ -16,6 +16,8 @@ export class UsageRecord {
   /** Token classes (DESIGN.md section 10): parts of prompt_tokens… */
   @Column('integer', { name: 'cached_tokens', default: 0 }) cachedTokens: number;
   @Column('integer', { name: 'cache_write_tokens', default: 0 }) cacheWriteTokens: number;
+  /** …of which written for an hour… */
+  @Column('integer', { name: 'cache_write_1h_tokens', default: 0 }) cacheWrite1hTokens: number;
   @Column('integer', { name: 'audio_input_tokens', default: 0 }) audioInputTokens: number;
   /** …and of completion_tokens. */
   @Column('integer', { name: 'reasoning_tokens', default: 0 }) reasoningTokens: number;

@@ -8,6 +8,8 @@ export interface TokenUsage {
   /** Parts of promptTokens: read from the prompt cache, written to it, audio. */
   cachedTokens: number;
   cacheWriteTokens: number;
+  /** Part of cacheWriteTokens: written to the cache for an hour (Anthropic's 1-hour TTL; the rest: 5 minutes). */
+  cacheWrite1hTokens: number;
   audioInputTokens: number;
   /** Parts of completionTokens: audio, and reasoning (billed as output, not shown in the answer). */
   audioOutputTokens: number;
@@ -20,6 +22,7 @@ export const NO_TOKENS: TokenUsage = Object.freeze({
   completionTokens: 0,
   cachedTokens: 0,
   cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
   audioInputTokens: 0,
   audioOutputTokens: 0,
   reasoningTokens: 0,
@@ -41,6 +44,7 @@ export interface UsageRecordValues {
   completion_tokens: number;
   cached_tokens: number;
   cache_write_tokens: number;
+  cache_write_1h_tokens: number;
   reasoning_tokens: number;
   audio_input_tokens: number;
   audio_output_tokens: number;
@@ -55,7 +59,7 @@ export interface UsageRecordValues {
 
 const USAGE_RECORD_COLUMNS: (keyof UsageRecordValues)[] = [
   'request_id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'prompt_tokens',
-  'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'reasoning_tokens', 'audio_input_tokens',
+  'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'audio_input_tokens',
   'audio_output_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed', 'deployment', 'attempts',
 ];
 

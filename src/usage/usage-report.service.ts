@@ -26,6 +26,7 @@ interface TotalsRow {
   completion_tokens: string;
   cached_tokens: string;
   cache_write_tokens: string;
+  cache_write_1h_tokens: string;
   reasoning_tokens: string;
   audio_input_tokens: string;
   audio_output_tokens: string;
@@ -180,8 +181,8 @@ export class UsageReportService {
   }
 }
 
-/** The token classes (DESIGN.md section 10): parts of the prompt and completion tokens, shown beside them. */
-const TOKEN_CLASSES = ['cached_tokens', 'cache_write_tokens', 'reasoning_tokens', 'audio_input_tokens', 'audio_output_tokens'] as const;
+/** The token classes (DESIGN.md section 10): parts of the prompt and completion tokens (the 1-hour cache writes: of the cache writes), shown beside them. */
+const TOKEN_CLASSES = ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'audio_input_tokens', 'audio_output_tokens'] as const;
 const SUMMED = ['prompt_tokens', 'completion_tokens', ...TOKEN_CLASSES, 'audio_seconds', 'input_chars', 'cost_micros'];
 
 function totalsColumns(tableAlias: string): string {
@@ -195,6 +196,7 @@ function renderTotals(r: TotalsRow) {
     completion_tokens: Number(r.completion_tokens),
     cached_tokens: Number(r.cached_tokens),
     cache_write_tokens: Number(r.cache_write_tokens),
+    cache_write_1h_tokens: Number(r.cache_write_1h_tokens),
     reasoning_tokens: Number(r.reasoning_tokens),
     audio_input_tokens: Number(r.audio_input_tokens),
     audio_output_tokens: Number(r.audio_output_tokens),
@@ -243,6 +245,7 @@ function renderRequest(r: Record<string, unknown>) {
     completion_tokens: r.completion_tokens,
     cached_tokens: r.cached_tokens,
     cache_write_tokens: r.cache_write_tokens,
+    cache_write_1h_tokens: r.cache_write_1h_tokens,
     reasoning_tokens: r.reasoning_tokens,
     audio_input_tokens: r.audio_input_tokens,
     audio_output_tokens: r.audio_output_tokens,

@@ -122,6 +122,7 @@ export interface UsageRow {
   completion_tokens: number;
   cached_tokens: number;
   cache_write_tokens: number;
+  cache_write_1h_tokens: number;
   reasoning_tokens: number;
   audio_input_tokens: number;
   audio_output_tokens: number;
@@ -132,7 +133,7 @@ export interface UsageRow {
 export async function usageRowsOf(db: DataSource, accountId: string): Promise<UsageRow[]> {
   return db.query(
     `SELECT request_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens,
-            reasoning_tokens, audio_input_tokens, audio_output_tokens, cost_micros, streamed
+            cache_write_1h_tokens, reasoning_tokens, audio_input_tokens, audio_output_tokens, cost_micros, streamed
        FROM usage_records WHERE account_id = $1 ORDER BY id`,
     [accountId],
   );

@@ -5,12 +5,16 @@
  * charge with these figures. Prices are the catalog's, USD per million tokens (so µUSD per token).
  */
 
-/** The prices a catalog chat entry sets: the input and output prices, and the token classes' own (unset: the input or output price). */
+/**
+ * The prices a catalog chat entry sets: the input and output prices, and the token classes' own (unset: the input
+ * or output price; the 1-hour cache writes' unset: the cache-write price).
+ */
 export interface ClassPrices {
   input: number;
   output: number;
   cachedInput?: number;
   cacheWrite?: number;
+  cacheWrite1h?: number;
   audioInput?: number;
   audioOutput?: number;
 }
@@ -20,18 +24,23 @@ export function classPriceFields(m: Partial<ClassPrices>): Record<string, number
   const fields: Record<string, number | undefined> = {
     cached_input_price_per_million: m.cachedInput,
     cache_write_price_per_million: m.cacheWrite,
+    cache_write_1h_price_per_million: m.cacheWrite1h,
     audio_input_price_per_million: m.audioInput,
     audio_output_price_per_million: m.audioOutput,
   };
   return Object.fromEntries(Object.entries(fields).filter(([, price]) => price !== undefined)) as Record<string, number>;
 }
 
-/** Token counts by class, as the upstream reports them and the usage record keeps them: each class is a part of its total. */
+/**
+ * Token counts by class, as the upstream reports them and the usage record keeps them: each class is a part of its
+ * total (the 1-hour cache writes: of the cache writes, which count 5-minute and 1-hour writes alike).
+ */
 export interface ClassTokens {
   prompt: number;
   completion: number;
   cached?: number;
   cacheWrite?: number;
+  cacheWrite1h?: number;
   audioIn?: number;
   audioOut?: number;
 }
@@ -42,11 +51,13 @@ export interface ClassTokens {
  * already fit their totals.
  */
 export function costMicrosByClass(model: ClassPrices, tokens: ClassTokens): bigint {
-  const { prompt, completion, cached = 0, cacheWrite = 0, audioIn = 0, audioOut = 0 } = tokens;
+  const { prompt, completion, cached = 0, cacheWrite = 0, cacheWrite1h = 0, audioIn = 0, audioOut = 0 } = tokens;
+  const writePrice = model.cacheWrite ?? model.input;
   const picos =
     BigInt(prompt - cached - cacheWrite - audioIn) * picosPerToken(model.input) +
     BigInt(cached) * picosPerToken(model.cachedInput ?? model.input) +
-    BigInt(cacheWrite) * picosPerToken(model.cacheWrite ?? model.input) +
+    BigInt(cacheWrite - cacheWrite1h) * picosPerToken(writePrice) +
+    BigInt(cacheWrite1h) * picosPerToken(model.cacheWrite1h ?? writePrice) +
     BigInt(audioIn) * picosPerToken(model.audioInput ?? model.input) +
     BigInt(completion - audioOut) * picosPerToken(model.output) +
     BigInt(audioOut) * picosPerToken(model.audioOutput ?? model.output);
@@ -63,7 +74,7 @@ export function holdMicrosOf(model: ClassPrices, messages: unknown[], allowance:
     prices.reduce<bigint>((max, p) => (p !== undefined && picosPerToken(p) > max ? picosPerToken(p) : max), 0n);
   const promptBound = BigInt(Buffer.byteLength(JSON.stringify(messages)) + 3);
   return roundUpToMicros(
-    promptBound * highest(model.input, model.cachedInput, model.cacheWrite, model.audioInput) + BigInt(allowance) * highest(model.output, model.audioOutput),
+    promptBound * highest(model.input, model.cachedInput, model.cacheWrite, model.cacheWrite1h, model.audioInput) + BigInt(allowance) * highest(model.output, model.audioOutput),
   );
 }
 

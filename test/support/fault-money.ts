@@ -105,10 +105,12 @@ export function tokensOfReply(reply: FakeReply, maxTokens?: number): ClassTokens
     completion,
     cached: detail(reply.usageDetails?.prompt, 'cached_tokens', reply.promptTokens),
     cacheWrite: detail(reply.usageDetails?.prompt, 'cache_write_tokens', reply.promptTokens),
+    cacheWrite1h: detail(reply.usageDetails?.prompt, 'cache_write_1h_tokens', reply.promptTokens),
     audioIn: detail(reply.usageDetails?.prompt, 'audio_tokens', reply.promptTokens),
     audioOut: detail(reply.usageDetails?.completion, 'audio_tokens', completion),
   };
   if (tokens.cached! + tokens.cacheWrite! + tokens.audioIn! > tokens.prompt) throw new Error('the usage details add up to more than prompt_tokens');
+  if (tokens.cacheWrite1h! > tokens.cacheWrite!) throw new Error('the 1-hour cache writes are more than cache_write_tokens');
   return tokens;
 }
 

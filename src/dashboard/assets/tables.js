@@ -4,10 +4,14 @@ import { $, element, facts, fillTable, integer, percent, seconds, utcTime } from
 
 const UNKNOWN_MODEL = '(unknown models)';
 
-/** The token classes (DESIGN.md section 10), each a part of the prompt or completion tokens, shown after its total. */
+/**
+ * The token classes (DESIGN.md section 10), each a part of the prompt or completion tokens, shown after its total;
+ * the 1-hour cache writes are a part of the cache writes, shown after them.
+ */
 export const TOKEN_CLASSES = [
   { col: 'cached_tokens', label: 'cached', name: 'Cached prompt tokens', of: 'prompt' },
   { col: 'cache_write_tokens', label: 'cache write', name: 'Cache-write prompt tokens', of: 'prompt' },
+  { col: 'cache_write_1h_tokens', label: 'cache write 1 h', name: 'Cache-write prompt tokens, 1-hour (of the cache writes)', of: 'prompt' },
   { col: 'audio_input_tokens', label: 'audio in', name: 'Audio prompt tokens', of: 'prompt' },
   { col: 'reasoning_tokens', label: 'reasoning', name: 'Reasoning tokens', of: 'completion' },
   { col: 'audio_output_tokens', label: 'audio out', name: 'Audio completion tokens', of: 'completion' },

@@ -7,6 +7,7 @@ import { BillingFunctionFiles1763930000000 } from './1763930000000-BillingFuncti
 import { UsageDeployment1763950000000 } from './1763950000000-UsageDeployment';
 import { KeyControls1764240000000 } from './1764240000000-KeyControls';
 import { TokenClasses1764260000000 } from './1764260000000-TokenClasses';
+import { CacheWrite1hTokens1764280000000 } from './1764280000000-CacheWrite1hTokens';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   UsageDeployment1763950000000,
   KeyControls1764240000000,
   TokenClasses1764260000000,
+  CacheWrite1hTokens1764280000000,
 ];
