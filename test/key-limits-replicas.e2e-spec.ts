@@ -29,7 +29,7 @@ describe('Key limits under concurrency (3 gateway processes)', () => {
   function burst(keys: string[]): Promise<Outcome[]> {
     return Promise.all(
       Array.from({ length: REQUESTS }, (_, i) =>
-        timedChat(cluster.gateways[i % cluster.gateways.length], keys[i % keys.length], { stream: i % 2 === 0, maxTokens: MAX_TOKENS, timeoutMs: 60_000 }),
+        timedChat(cluster.gateways[i % cluster.gateways.length], keys[i % keys.length], { stream: i % 2 === 0, maxTokens: MAX_TOKENS, timeoutMs: 60_000, closeConnection: true }),
       ),
     );
   }

@@ -31,6 +31,12 @@ export interface ChatOptions {
   stream?: boolean;
   maxTokens?: number;
   timeoutMs?: number;
+  /**
+   * `Connection: close`: the request's connection is not kept for a later one. A burst otherwise leaves hundreds of
+   * idle keep-alive sockets in the test process's pool; on a loaded machine the next burst may reuse one just as its
+   * replica's keep-alive timeout closes it ("other side closed"), a race of the client's pool, not the gateway's.
+   */
+  closeConnection?: boolean;
 }
 
 /** A chat completion over raw fetch, so that the status, headers and timing are all visible. */
@@ -61,7 +67,7 @@ export async function timedChat(gateway: GatewayProcess, key: string, options: C
   try {
     const res = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(options.closeConnection ? { connection: 'close' } : {}) },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(options.timeoutMs ?? CLIENT_TIMEOUT_MS),
     });
