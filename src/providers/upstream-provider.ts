@@ -1,16 +1,17 @@
 import type { Readable } from 'node:stream';
 import type { CatalogEntry } from '../config/gateway-config.schema';
+import type { ChatChunk, ChatCompletion } from './chat-contract';
 
 /** OpenAI chat-completion request body as sent upstream (model already mapped to upstream_model). */
 export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[] };
 
 export interface UpstreamChatJson {
-  /** The upstream's chat.completion object, unchanged. */
-  body: Record<string, unknown>;
+  /** The upstream's chat.completion object (an openai-compatible upstream's unchanged). */
+  body: ChatCompletion;
 }
 
-/** SSE `data:` payloads of a streamed completion, parsed; the `[DONE]` sentinel ends the iterable. */
-export type UpstreamChatStream = AsyncIterable<Record<string, unknown>>;
+/** The chunks of a streamed completion, in order; the iterable ends where the upstream's stream completed. */
+export type UpstreamChatStream = AsyncIterable<ChatChunk>;
 
 export interface TranscriptionInput {
   file: Buffer;
