@@ -44,14 +44,27 @@ export interface SpeechAudio {
   body: Readable;
 }
 
-/**
- * One interface for every upstream, looked up in the registry by the config's provider type.
- * Every method honours `signal` (abort reaches the socket or child process) and throws
- * UpstreamFailure for upstream problems.
- */
-export interface UpstreamProvider {
+/** Chat completions, JSON and streamed (catalog kind `chat`). */
+export interface ChatUpstream {
   chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson>;
   chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream>;
+}
+
+/** Speech to text (catalog kind `transcription`). */
+export interface TranscriptionUpstream {
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription>;
+}
+
+/** Text to speech (catalog kind `speech`). */
+export interface SpeechUpstream {
   speech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal): Promise<SpeechAudio>;
 }
+
+/**
+ * One interface for every upstream, looked up in the registry by the config's provider type; made of one
+ * narrow interface per kind of catalog model. Each type's config states the kinds it serves
+ * (PROVIDER_CONFIGS in src/config/gateway-config.schema.ts), checked at start against every catalog entry.
+ * Every method honours `signal` (abort reaches the socket or child process) and throws UpstreamFailure for
+ * upstream problems.
+ */
+export interface UpstreamProvider extends ChatUpstream, TranscriptionUpstream, SpeechUpstream {}

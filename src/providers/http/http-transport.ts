@@ -21,7 +21,7 @@ export type UpstreamPath = (operation: UpstreamOperation, upstreamModel: string)
 
 /** Where and how a transport connects: the provider config's fields it reads. */
 export interface TransportConfig {
-  base_url?: string;
+  base_url: string;
   timeouts: TimeoutsConfig;
   max_connections: number;
 }
@@ -55,7 +55,7 @@ export class HttpTransport {
     config: TransportConfig,
     private readonly hooks: TransportHooks,
   ) {
-    const url = new URL(config.base_url!);
+    const url = new URL(config.base_url);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
       connections: config.max_connections,

@@ -1,5 +1,5 @@
 import { FormData } from 'undici';
-import { CatalogEntry, OutputLimitField, ProviderConfig } from '../../config/gateway-config.schema';
+import { CatalogEntry, OpenAiCompatibleProviderConfig, OutputLimitField } from '../../config/gateway-config.schema';
 import { ChatCompletion } from '../chat-contract';
 import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
@@ -31,7 +31,7 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
   private readonly transport: HttpTransport;
   private readonly limitField: OutputLimitField | undefined;
 
-  constructor(readonly name: string, config: ProviderConfig, env: NodeJS.ProcessEnv = process.env) {
+  constructor(readonly name: string, config: OpenAiCompatibleProviderConfig, env: NodeJS.ProcessEnv = process.env) {
     const key = config.api_key_env ? env[config.api_key_env] : undefined;
     this.transport = new HttpTransport(name, config, { auth: bearerAuth(key), path: openAiPath });
     this.limitField = config.output_limit_field;
