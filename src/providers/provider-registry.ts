@@ -29,7 +29,7 @@ export class ProviderRegistry implements OnApplicationShutdown {
   }
 
   forModel(model: CatalogEntry): UpstreamProvider {
-    // The config loader checks that every catalog entry names a configured provider.
+    // The config loader checks that every catalog entry names a configured provider, of a type that serves its kind.
     return this.providers.get(model.provider)!;
   }
 
