@@ -72,6 +72,11 @@ describe('A bad configuration stops the process, naming the field', () => {
       () => ({ GATEWAY_CONFIG: configFile('alias.yaml', shipped.replace('aliases: [tts-1,', 'aliases: [dev-echo,')) }),
       [/alias\.yaml/, /catalog\[2\]\.aliases\[0\]: "dev-echo" is already the id of catalog\[0\]/],
     ],
+    [
+      'a provider key of another type (each type has its own keys)',
+      () => ({ GATEWAY_CONFIG: configFile('provider-type.yaml', shipped.replace('    type: local\n', '    type: local\n    max_connections: 8\n')) }),
+      [/provider-type\.yaml/, /providers\.local\.max_connections: unknown key/],
+    ],
     ['a missing file', () => ({ GATEWAY_CONFIG: join(dir, 'absent.yaml') }), [/absent\.yaml: cannot read YAML/]],
     ['PORT=abc', () => ({ PORT: 'abc' }), [/PORT: must be an integer/]],
     ['a REDIS_URL that is not a redis URL', () => ({ REDIS_URL: 'localhost:6379' }), [/REDIS_URL: not a valid URL/]],

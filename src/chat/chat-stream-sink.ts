@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors';
+import { ChatChunk } from '../providers/chat-contract';
 import { SseWriter } from './sse';
 
 /**
@@ -9,7 +10,7 @@ export interface ChatStreamSink {
   /** The status line is out: a failure from now on is reported in-band. */
   readonly hasStarted: boolean;
   /** One chat.completion.chunk, already relabelled with the catalog model; resolves when the client may take more. */
-  send(chunk: Record<string, unknown>): Promise<void>;
+  send(chunk: ChatChunk): Promise<void>;
   /** The upstream finished the stream. */
   finish(): void;
   /** The upstream failed after the first chunk: the error goes in-band and ends the response. */
@@ -24,7 +25,7 @@ export class ChatCompletionSse implements ChatStreamSink {
     return this.sse.hasStarted;
   }
 
-  send(chunk: Record<string, unknown>): Promise<void> {
+  send(chunk: ChatChunk): Promise<void> {
     return this.sse.send(chunk);
   }
 

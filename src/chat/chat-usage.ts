@@ -1,4 +1,5 @@
 import { MAX_TOKEN_COUNT } from '../billing/request-cost';
+import { ChatChunk, ChatCompletion, ChatDelta, ChatFunctionCall, ChatMessage } from '../providers/chat-contract';
 import { contentText, countPromptTokens, countTextTokens, toolDefinitions } from '../providers/token-count';
 
 /** A usage block of the gateway's own count, for an upstream that reports none (or a stream cut short): two totals. */
@@ -19,22 +20,11 @@ export async function countedUsage(body: Record<string, unknown>, producedText: 
   return { prompt_tokens: Math.min(prompt, MAX_TOKEN_COUNT), completion_tokens: Math.min(completion, MAX_TOKEN_COUNT) };
 }
 
-interface ProducedMessage {
-  content?: unknown;
-  refusal?: unknown;
-  tool_calls?: unknown;
-  function_call?: unknown;
-}
-
-interface ProducedCall {
-  function?: { name?: unknown; arguments?: unknown };
-}
-
 /** What every choice of a chat.completion body produced: text, refusal, tool-call names and arguments. */
-export function completionText(body: Record<string, unknown>): string {
+export function completionText(body: ChatCompletion): string {
   const choices = Array.isArray(body.choices) ? body.choices : [];
   let text = '';
-  for (const choice of choices as { message?: ProducedMessage }[]) {
+  for (const choice of choices) {
     const message = choice?.message;
     if (!message) continue;
     if (message.content) text += contentText(message.content);
@@ -44,10 +34,10 @@ export function completionText(body: Record<string, unknown>): string {
 }
 
 /** What a chunk's deltas produced: content, refusal, tool-call names and argument pieces, in their order. */
-export function deltaText(chunk: Record<string, unknown>): string {
+export function deltaText(chunk: ChatChunk): string {
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   let text = '';
-  for (const choice of choices as { delta?: ProducedMessage }[]) {
+  for (const choice of choices) {
     const delta = choice?.delta;
     if (!delta) continue;
     if (typeof delta.content === 'string') text += delta.content;
@@ -60,14 +50,14 @@ export function deltaText(chunk: Record<string, unknown>): string {
  * A message's or delta's text besides its content: the refusal, then each tool call's name and arguments
  * (and the legacy function_call's). A stream's deltas add up to its JSON answer's text.
  */
-function producedText(message: ProducedMessage): string {
+function producedText(message: ChatMessage | ChatDelta): string {
   let text = typeof message.refusal === 'string' ? message.refusal : '';
-  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls as ProducedCall[]) text += callText(call?.function);
-  if (message.function_call) text += callText(message.function_call as ProducedCall['function']);
+  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) text += callText(call?.function);
+  if (message.function_call) text += callText(message.function_call);
   return text;
 }
 
-function callText(fn: ProducedCall['function']): string {
+function callText(fn: ChatFunctionCall | null | undefined): string {
   if (!fn || typeof fn !== 'object') return '';
   return (typeof fn.name === 'string' ? fn.name : '') + (typeof fn.arguments === 'string' ? fn.arguments : '');
 }

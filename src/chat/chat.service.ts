@@ -4,6 +4,7 @@ import { RequestCost, requestCost } from '../billing/request-cost';
 import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
 import { MetricsService } from '../metrics/metrics.service';
+import { ChatCompletion } from '../providers/chat-contract';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
 import { UpstreamRouter } from '../routing/upstream-router';
@@ -28,7 +29,7 @@ export interface ChatCall {
 
 /** A non-streamed answer, its hold still open: send `body`, then `charge` it. */
 export interface ChatAnswer {
-  body: Record<string, unknown>;
+  body: ChatCompletion;
   charge(): Promise<void>;
 }
 
@@ -133,7 +134,7 @@ export class ChatService {
   }
 
   /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
-  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: Record<string, unknown>): Promise<void> {
+  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion): Promise<void> {
     const cost = requestCost(body.usage, call.chat.model) ?? (await this.counted(reservation, call.chat, completionText(body)));
     this.charge(call, reservation, cost);
   }

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { join } from 'node:path';
 import { ConfigError, loadGatewayConfig, validateGatewayConfig } from './gateway-config.loader';
+import { LocalProviderConfig } from './gateway-config.schema';
 
 type Raw = Record<string, any>;
 
@@ -162,8 +163,39 @@ describe('validateGatewayConfig', () => {
     ['a misspelt provider key', (r) => (r.providers.openai.api_key = 'sk-123'), 'providers.openai.api_key: unknown key'],
     ['a misspelt timeout key', (r) => (r.providers.openai.timeouts = { request_timeout: 5 }), 'providers.openai.timeouts.request_timeout: unknown key'],
     ['a misspelt catalog key', (r) => (r.catalog[0].max_tokens = 10), 'catalog[0].max_tokens: unknown key'],
+    ['a key of another provider type', (r) => (r.providers.local.base_url = 'http://localhost:8000/v1'), 'providers.local.base_url: unknown key'],
   ])('refuses %s rather than ignoring it', (_name, edit, problem) => {
     expect(problemsOf(edit)).toContain(problem);
+  });
+
+  describe('the kinds each provider type serves', () => {
+    // Every type serves every kind today: narrow one, as a chat-only type (DESIGN.md section 11) will be.
+    beforeEach(() => jest.replaceProperty(LocalProviderConfig, 'kinds', ['chat']));
+    afterEach(() => jest.restoreAllMocks());
+
+    it('accepts an entry of a kind its provider serves', () => {
+      const raw = validRaw();
+      raw.catalog.push({ ...raw.catalog[0], id: 'echo', provider: 'local', upstream_model: 'dev-echo' });
+      expect(() => validateGatewayConfig(raw)).not.toThrow();
+    });
+
+    it.each<[string, (raw: Raw) => void, string]>([
+      [
+        'an entry whose provider does not serve its kind',
+        (r) => r.catalog.push({ id: 'voice', kind: 'speech', provider: 'local', upstream_model: 'espeak', voices: ['en'] }),
+        'catalog[3].provider: provider "local" is of type local, which serves chat models, not speech',
+      ],
+      [
+        'a deployment whose provider does not serve the entry\'s kind',
+        (r) => {
+          const { provider: _p, upstream_model: _u, ...speech } = r.catalog[2];
+          r.catalog[2] = { ...speech, voices: ['alloy'], deployments: [{ provider: 'openai', upstream_model: 'tts-1' }, { provider: 'local', upstream_model: 'espeak' }] };
+        },
+        'catalog[2].deployments[1].provider: provider "local" is of type local, which serves chat models, not speech',
+      ],
+    ])('refuses %s at start, naming the field', (_name, edit, problem) => {
+      expect(problemsOf(edit)).toContain(problem);
+    });
   });
 
   it('does not echo the value of an unknown key (it may be a secret)', () => {

@@ -2,7 +2,18 @@ import { readFileSync } from 'node:fs';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { parse } from 'yaml';
-import { CatalogEntry, DeploymentConfig, deploymentName, GatewayConfig, ModelKind, ProviderConfig } from './gateway-config.schema';
+import {
+  CatalogEntry,
+  DeploymentConfig,
+  deploymentName,
+  GatewayConfig,
+  MODEL_KINDS,
+  ModelKind,
+  PROVIDER_CONFIGS,
+  ProviderConfig,
+  ProviderConfigBase,
+  ProviderType,
+} from './gateway-config.schema';
 import { voiceProblems } from './voice-aliases';
 
 export class ConfigError extends Error {}
@@ -35,20 +46,30 @@ export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayC
     throw new ConfigError(`${source}: providers must be a mapping of provider name to settings`);
   }
   const config = plainToInstance(GatewayConfig, plain, { exposeDefaultValues: true });
-  config.providers = Object.fromEntries(
-    Object.entries(providers).map(([name, p]) => [name, plainToInstance(ProviderConfig, p, { exposeDefaultValues: true })]),
-  );
+  config.providers = Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, providerConfig(p)]));
   // Unknown keys are refused so that a misspelt optional key cannot silently fall back to its default.
   const strict = { whitelist: true, forbidNonWhitelisted: true };
   const problems = [
     ...flatten(validateSync(config, strict), ''),
-    ...Object.entries(config.providers).flatMap(([name, p]) => flatten(validateSync(p, strict), `providers.${name}`)),
+    // A provider of an unknown type has no keys to check: its type is the problem.
+    ...Object.entries(config.providers).flatMap(([name, p]) => flatten(validateSync(p, isKnownType(p.type) ? strict : {}), `providers.${name}`)),
     ...crossCheck(config),
   ];
   if (problems.length > 0) {
     throw new ConfigError(`${source}: invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
   return config;
+}
+
+/** A provider's settings as its type's config class (the base class for an unknown type, which then fails on its type). */
+function providerConfig(raw: unknown): ProviderConfig {
+  const type = (raw as { type?: unknown } | null)?.type;
+  const configClass = isKnownType(type) ? PROVIDER_CONFIGS[type] : ProviderConfigBase;
+  return plainToInstance(configClass, raw, { exposeDefaultValues: true }) as ProviderConfig;
+}
+
+function isKnownType(type: unknown): type is ProviderType {
+  return typeof type === 'string' && Object.hasOwn(PROVIDER_CONFIGS, type);
 }
 
 function flatten(errors: ValidationError[], parent: string): string[] {
@@ -61,9 +82,14 @@ function flatten(errors: ValidationError[], parent: string): string[] {
   });
 }
 
-/** A provider that exists, and (local chat) a model it serves. */
+/** A provider that exists, of a type that serves the model's kind, and (local chat) a model it serves. */
 function upstreamProblems(kind: ModelKind, upstream: { provider: string; upstream_model: string }, config: GatewayConfig, field: string): string[] {
   if (upstream.provider && !config.providers[upstream.provider]) return [`${field}.provider: unknown provider "${upstream.provider}"`];
+  const type = config.providers[upstream.provider]?.type;
+  if (isKnownType(type) && MODEL_KINDS.includes(kind) && !PROVIDER_CONFIGS[type].kinds.includes(kind)) {
+    const served = PROVIDER_CONFIGS[type].kinds.join(', ');
+    return [`${field}.provider: provider "${upstream.provider}" is of type ${type}, which serves ${served} models, not ${kind}`];
+  }
   if (kind === 'chat' && config.providers[upstream.provider]?.type === 'local' && upstream.upstream_model !== 'dev-echo') {
     return [`${field}.upstream_model: the local provider's only chat model is "dev-echo"`];
   }

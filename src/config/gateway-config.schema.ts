@@ -44,29 +44,51 @@ export class TimeoutsConfig {
   @IsInt() @Min(1) request_ms = 60000;
 }
 
-export class ProviderConfig {
+/** What every provider type's config has: its type and its timeouts. */
+export class ProviderConfigBase {
   @IsIn(PROVIDER_TYPES) type: ProviderType;
 
-  @ValidateIf((p: ProviderConfig) => p.type === 'openai-compatible')
+  @ValidateNested() @Type(() => TimeoutsConfig) timeouts: TimeoutsConfig = new TimeoutsConfig();
+}
+
+/** Any server speaking OpenAI's API, over HTTP with a bearer key. */
+export class OpenAiCompatibleProviderConfig extends ProviderConfigBase {
+  /** The kinds of catalog model this type serves (checked at start against each entry's `kind`). */
+  static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
+  declare type: 'openai-compatible';
+
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
-  base_url?: string;
+  base_url: string;
 
   @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) api_key_env?: string;
-
-  @ValidateNested() @Type(() => TimeoutsConfig) timeouts: TimeoutsConfig = new TimeoutsConfig();
 
   /** Connections kept alive per upstream origin. */
   @IsInt() @Min(1) max_connections = 256;
 
   /**
-   * The one field this server takes an output limit in (openai-compatible): every limit is sent in it, whichever
-   * field the client or the gateway wrote. Unset: the client's own field, and max_completion_tokens for the
-   * gateway's own limits (docs/configuration.md, "Output limits").
+   * The one field this server takes an output limit in: every limit is sent in it, whichever field the client
+   * or the gateway wrote. Unset: the client's own field, and max_completion_tokens for the gateway's own limits
+   * (docs/configuration.md, "Output limits").
    */
-  @ValidateIf((p: ProviderConfig) => p.output_limit_field !== undefined)
+  @ValidateIf((p: OpenAiCompatibleProviderConfig) => p.output_limit_field !== undefined)
   @IsIn(OUTPUT_LIMIT_FIELDS)
   output_limit_field?: OutputLimitField;
 }
+
+/** The built-in engines: dev-echo chat, espeak-ng speech, pocketsphinx transcription (`timeouts.request_ms` bounds an engine's run). */
+export class LocalProviderConfig extends ProviderConfigBase {
+  static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
+  declare type: 'local';
+}
+
+/** A provider's config, typed by its `type` (docs/configuration.md, "providers.<name>"). */
+export type ProviderConfig = OpenAiCompatibleProviderConfig | LocalProviderConfig;
+
+/** Each type's config class: the keys it takes, and (`kinds`) the kinds of catalog model it serves. */
+export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<ProviderConfig, { type: T }>) & { kinds: readonly ModelKind[] } } = {
+  'openai-compatible': OpenAiCompatibleProviderConfig,
+  local: LocalProviderConfig,
+};
 
 /** One upstream serving a catalog model, when the model lists several (docs/configuration.md, "deployments"). */
 export class DeploymentConfig {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
+import { ChatChoice, ChatChunkChoice, ChatCompletion, ChatMessage } from '../providers/chat-contract';
 
 /** An Anthropic-style object id: `msg_…` for messages, `toolu_…` for a tool call the upstream left without an id. */
 export function newId(prefix: 'msg' | 'toolu'): string {
@@ -30,7 +31,7 @@ export interface MessageUsage {
  * Chat's finish_reason as Anthropic's stop_reason (DESIGN.md section 10). `stop_sequence` only when the
  * upstream names the matched string (vLLM's `choices[].stop_reason`); chat's own API does not say which.
  */
-export function stopOf(choice: { finish_reason?: unknown; stop_reason?: unknown } | undefined): MessageStop {
+export function stopOf(choice: ChatChoice | ChatChunkChoice | undefined): MessageStop {
   const finishReason = choice?.finish_reason;
   if (finishReason === 'tool_calls' || finishReason === 'function_call') return { stop_reason: 'tool_use', stop_sequence: null };
   if (finishReason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
@@ -84,24 +85,17 @@ export function toolInput(args: unknown): Record<string, unknown> | null {
   }
 }
 
-interface ChatToolCall {
-  id?: unknown;
-  function?: { name?: unknown; arguments?: unknown };
-}
-
 /**
  * A non-streamed chat.completion (its first choice) as the Message it answers. `malformedToolCalls`: how
  * many tool calls had arguments that were not a JSON object (answered with input `{}`), for the caller to report.
  */
-export function messageFromCompletion(model: string, completion: Record<string, unknown>): { message: Record<string, unknown>; malformedToolCalls: number } {
-  const choice = (Array.isArray(completion.choices) ? completion.choices[0] : undefined) as
-    | { message?: Record<string, unknown>; finish_reason?: unknown; stop_reason?: unknown }
-    | undefined;
-  const message = choice?.message ?? {};
+export function messageFromCompletion(model: string, completion: ChatCompletion): { message: Record<string, unknown>; malformedToolCalls: number } {
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  const message: ChatMessage = choice?.message ?? {};
   const content: Record<string, unknown>[] = [];
   const text = [message.content, message.refusal].filter((part): part is string => typeof part === 'string' && part !== '').join('');
   if (text !== '') content.push({ type: 'text', text });
-  const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as ChatToolCall[]) : [];
+  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   let malformedToolCalls = 0;
   for (const call of calls) {
     const input = toolInput(call?.function?.arguments);

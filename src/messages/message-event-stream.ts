@@ -1,22 +1,11 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
+import { ChatChunk, ChatChunkChoice, ChatToolCallDelta, ChatUsage } from '../providers/chat-contract';
 import { emptyUsage, messageUsage, newId, stopOf, toolInput } from './message-body';
 
 /** The content block being written: text, or a tool call's input as JSON text (`args`: what was relayed of it). */
-type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: unknown; callId: string; args: string };
-
-interface ChunkChoice {
-  delta?: { content?: unknown; refusal?: unknown; tool_calls?: unknown };
-  finish_reason?: unknown;
-  stop_reason?: unknown;
-}
-
-interface ToolCallDelta {
-  index?: unknown;
-  id?: unknown;
-  function?: { name?: unknown; arguments?: unknown };
-}
+type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: number | undefined; callId: string; args: string };
 
 /**
  * Chat completion chunks as Anthropic's Messages stream (what its SDKs and Claude Code consume):
@@ -29,8 +18,8 @@ export class MessageEventStream implements ChatStreamSink {
   private pinged = false;
   private blocks = 0;
   private open: OpenBlock | null = null;
-  private end: ChunkChoice | undefined = undefined;
-  private usage: unknown = undefined;
+  private end: ChatChunkChoice | undefined = undefined;
+  private usage: ChatUsage | undefined = undefined;
   /** Writes started by the current `send`, which waits for them (backpressure). */
   private readonly writes: Promise<void>[] = [];
 
@@ -52,15 +41,15 @@ export class MessageEventStream implements ChatStreamSink {
     return this.sse.hasStarted;
   }
 
-  async send(chunk: Record<string, unknown>): Promise<void> {
+  async send(chunk: ChatChunk): Promise<void> {
     this.startOnce();
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
-    const choice = (Array.isArray(chunk.choices) ? chunk.choices[0] : undefined) as ChunkChoice | undefined;
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     for (const text of [choice?.delta?.content, choice?.delta?.refusal]) {
       if (typeof text === 'string' && text !== '') this.appendText(text);
     }
     const calls = choice?.delta?.tool_calls;
-    if (Array.isArray(calls)) for (const call of calls as ToolCallDelta[]) this.appendCall(call);
+    if (Array.isArray(calls)) for (const call of calls) this.appendCall(call);
     if (choice?.finish_reason) this.end = choice;
     await Promise.all(this.writes.splice(0));
   }
@@ -107,7 +96,7 @@ export class MessageEventStream implements ChatStreamSink {
     this.emit('content_block_delta', { index: this.open!.index, delta: { type: 'text_delta', text } });
   }
 
-  private appendCall(delta: ToolCallDelta): void {
+  private appendCall(delta: ChatToolCallDelta): void {
     if (this.open?.kind !== 'tool_use' || isNewCall(delta, this.open)) {
       const callId = typeof delta.id === 'string' && delta.id !== '' ? delta.id : newId('toolu');
       const name = typeof delta.function?.name === 'string' ? delta.function.name : '';
@@ -141,7 +130,7 @@ export class MessageEventStream implements ChatStreamSink {
 }
 
 /** Chat streams one tool call after the other, each under its own `index` (and id, in its first delta). */
-function isNewCall(delta: ToolCallDelta, open: { chatIndex: unknown; callId: string }): boolean {
+function isNewCall(delta: ChatToolCallDelta, open: { chatIndex: number | undefined; callId: string }): boolean {
   if (delta.index !== undefined && delta.index !== open.chatIndex) return true;
   return typeof delta.id === 'string' && delta.id !== '' && delta.id !== open.callId;
 }

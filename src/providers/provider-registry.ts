@@ -7,10 +7,15 @@ import { UpstreamProvider } from './upstream-provider';
 
 type ClosableProvider = UpstreamProvider & { close(): Promise<void> };
 
-const FACTORIES: Record<ProviderConfig['type'], (name: string, config: ProviderConfig) => ClosableProvider> = {
-  'openai-compatible': (name, config) => new OpenAiCompatibleProvider(name, config),
-  local: (name, config) => new LocalProvider(name, config),
-};
+/** Each provider type's implementation, built from its own config (a union keyed by `type`, checked at start). */
+function providerFor(name: string, config: ProviderConfig): ClosableProvider {
+  switch (config.type) {
+    case 'openai-compatible':
+      return new OpenAiCompatibleProvider(name, config);
+    case 'local':
+      return new LocalProvider(name, config);
+  }
+}
 
 /** One adapter instance (and connection pool) per configured provider, looked up by catalog entry. */
 @Injectable()
@@ -19,12 +24,12 @@ export class ProviderRegistry implements OnApplicationShutdown {
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
     for (const [name, providerConfig] of Object.entries(config.providers)) {
-      this.providers.set(name, FACTORIES[providerConfig.type](name, providerConfig));
+      this.providers.set(name, providerFor(name, providerConfig));
     }
   }
 
   forModel(model: CatalogEntry): UpstreamProvider {
-    // The config loader checks that every catalog entry names a configured provider.
+    // The config loader checks that every catalog entry names a configured provider, of a type that serves its kind.
     return this.providers.get(model.provider)!;
   }
 

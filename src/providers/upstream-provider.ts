@@ -1,16 +1,17 @@
 import type { Readable } from 'node:stream';
 import type { CatalogEntry } from '../config/gateway-config.schema';
+import type { ChatChunk, ChatCompletion } from './chat-contract';
 
 /** OpenAI chat-completion request body as sent upstream (model already mapped to upstream_model). */
 export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[] };
 
 export interface UpstreamChatJson {
-  /** The upstream's chat.completion object, unchanged. */
-  body: Record<string, unknown>;
+  /** The upstream's chat.completion object (an openai-compatible upstream's unchanged). */
+  body: ChatCompletion;
 }
 
-/** SSE `data:` payloads of a streamed completion, parsed; the `[DONE]` sentinel ends the iterable. */
-export type UpstreamChatStream = AsyncIterable<Record<string, unknown>>;
+/** The chunks of a streamed completion, in order; the iterable ends where the upstream's stream completed. */
+export type UpstreamChatStream = AsyncIterable<ChatChunk>;
 
 export interface TranscriptionInput {
   file: Buffer;
@@ -43,14 +44,27 @@ export interface SpeechAudio {
   body: Readable;
 }
 
-/**
- * One interface for every upstream, looked up in the registry by the config's provider type.
- * Every method honours `signal` (abort reaches the socket or child process) and throws
- * UpstreamFailure for upstream problems.
- */
-export interface UpstreamProvider {
+/** Chat completions, JSON and streamed (catalog kind `chat`). */
+export interface ChatUpstream {
   chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson>;
   chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream>;
+}
+
+/** Speech to text (catalog kind `transcription`). */
+export interface TranscriptionUpstream {
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription>;
+}
+
+/** Text to speech (catalog kind `speech`). */
+export interface SpeechUpstream {
   speech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal): Promise<SpeechAudio>;
 }
+
+/**
+ * One interface for every upstream, looked up in the registry by the config's provider type; made of one
+ * narrow interface per kind of catalog model. Each type's config states the kinds it serves
+ * (PROVIDER_CONFIGS in src/config/gateway-config.schema.ts), checked at start against every catalog entry.
+ * Every method honours `signal` (abort reaches the socket or child process) and throws UpstreamFailure for
+ * upstream problems.
+ */
+export interface UpstreamProvider extends ChatUpstream, TranscriptionUpstream, SpeechUpstream {}

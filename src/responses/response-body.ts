@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
+import { ChatCompletion, ChatMessage, ChatUsage } from '../providers/chat-contract';
 import { ResponseEcho } from './responses-request.pipe';
 import { ToolShape, ToolShapes } from './responses-tools';
 
@@ -25,7 +26,7 @@ export interface ResponseState {
   status: ResponseStatus;
   output: OutputItem[];
   /** The upstream's chat usage block, when it sent one. */
-  usage?: unknown;
+  usage?: ChatUsage | null;
   incompleteReason?: string | null;
   error?: { code: string; message: string } | null;
 }
@@ -133,16 +134,14 @@ function parsedObject(text: string): Record<string, unknown> | null {
 }
 
 /** A non-streamed chat.completion (its first choice) as the Response it answers. */
-export function responseFromCompletion(base: ResponseBase, completion: Record<string, unknown>): Record<string, unknown> {
-  const choice = (Array.isArray(completion.choices) ? completion.choices[0] : undefined) as
-    | { message?: Record<string, unknown>; finish_reason?: unknown }
-    | undefined;
-  const message = choice?.message ?? {};
+export function responseFromCompletion(base: ResponseBase, completion: ChatCompletion): Record<string, unknown> {
+  const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  const message: ChatMessage = choice?.message ?? {};
   const { status, incompleteReason } = statusOf(choice?.finish_reason);
   const content: Record<string, unknown>[] = [];
   if (typeof message.content === 'string' && message.content !== '') content.push(outputTextPart(message.content));
   if (typeof message.refusal === 'string' && message.refusal !== '') content.push({ type: 'refusal', refusal: message.refusal });
-  const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as ChatToolCall[]) : [];
+  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   const output: OutputItem[] = [];
   if (content.length > 0 || calls.length === 0) output.push(messageItem(newId('msg'), status, content.length ? content : [outputTextPart('')]));
   for (const call of calls) {
@@ -151,11 +150,6 @@ export function responseFromCompletion(base: ResponseBase, completion: Record<st
     output.push(toolCallItem(newId(callItemPrefix(shape)), 'completed', parts, shape));
   }
   return responseObject(base, { status, output, usage: completion.usage, incompleteReason });
-}
-
-interface ChatToolCall {
-  id?: unknown;
-  function?: { name?: unknown; arguments?: unknown };
 }
 
 /**

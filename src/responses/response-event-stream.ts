@@ -1,6 +1,7 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { ErrorCode, GatewayError } from '../errors';
+import { ChatChunk, ChatToolCallDelta, ChatUsage } from '../providers/chat-contract';
 import {
   callItemPrefix,
   customInput,
@@ -55,23 +56,12 @@ interface OpenCall {
   id: string;
   index: number;
   /** The tool call's `index` in chat's deltas. */
-  chatIndex: unknown;
+  chatIndex: number | undefined;
   callId: string;
   name: string;
   arguments: string;
   /** The tool it stands for, known once the upstream names the function (its first delta). */
   shape: ToolShape;
-}
-
-interface ChunkChoice {
-  delta?: { content?: unknown; refusal?: unknown; tool_calls?: unknown };
-  finish_reason?: unknown;
-}
-
-interface ToolCallDelta {
-  index?: unknown;
-  id?: unknown;
-  function?: { name?: unknown; arguments?: unknown };
 }
 
 /**
@@ -85,8 +75,8 @@ export class ResponseEventStream implements ChatStreamSink {
   private readonly output: OutputItem[] = [];
   private text: OpenText | null = null;
   private call: OpenCall | null = null;
-  private finishReason: unknown = null;
-  private usage: unknown = undefined;
+  private finishReason: string | null = null;
+  private usage: ChatUsage | undefined = undefined;
   /** Writes started by the current `send`, which waits for them (backpressure). */
   private readonly writes: Promise<void>[] = [];
 
@@ -99,16 +89,16 @@ export class ResponseEventStream implements ChatStreamSink {
     return this.sse.hasStarted;
   }
 
-  async send(chunk: Record<string, unknown>): Promise<void> {
+  async send(chunk: ChatChunk): Promise<void> {
     this.startOnce();
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
-    const choice = (Array.isArray(chunk.choices) ? chunk.choices[0] : undefined) as ChunkChoice | undefined;
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     const content = choice?.delta?.content;
     if (typeof content === 'string' && content !== '') this.appendText(content, OUTPUT_TEXT);
     const refusal = choice?.delta?.refusal;
     if (typeof refusal === 'string' && refusal !== '') this.appendText(refusal, REFUSAL);
     const calls = choice?.delta?.tool_calls;
-    if (Array.isArray(calls)) for (const call of calls as ToolCallDelta[]) this.appendCall(call);
+    if (Array.isArray(calls)) for (const call of calls) this.appendCall(call);
     if (choice?.finish_reason) this.finishReason = choice.finish_reason;
     await Promise.all(this.writes.splice(0));
   }
@@ -156,7 +146,7 @@ export class ResponseEventStream implements ChatStreamSink {
     this.emit(kind.deltaEvent, { ...this.textPosition(this.text), delta, ...kind.extra });
   }
 
-  private appendCall(delta: ToolCallDelta): void {
+  private appendCall(delta: ChatToolCallDelta): void {
     const name = delta.function?.name;
     const call = this.call && !isNewCall(delta, this.call) ? this.call : this.openCall(delta);
     if (typeof name === 'string' && !call.name) call.name = name;
@@ -168,7 +158,7 @@ export class ResponseEventStream implements ChatStreamSink {
     }
   }
 
-  private openCall(delta: ToolCallDelta): OpenCall {
+  private openCall(delta: ChatToolCallDelta): OpenCall {
     this.closeOpenItem('completed');
     const name = typeof delta.function?.name === 'string' ? delta.function.name : '';
     const shape = toolShapeOf(this.base.toolShapes, name);
@@ -216,7 +206,7 @@ export class ResponseEventStream implements ChatStreamSink {
 }
 
 /** Chat streams one tool call after the other, each under its own `index` (and id, in its first delta). */
-function isNewCall(delta: ToolCallDelta, open: OpenCall): boolean {
+function isNewCall(delta: ChatToolCallDelta, open: OpenCall): boolean {
   if (delta.index !== undefined && delta.index !== open.chatIndex) return true;
   return typeof delta.id === 'string' && delta.id !== '' && open.callId !== '' && delta.id !== open.callId;
 }

@@ -1,3 +1,4 @@
+import { ChatChunk, ChatChunkChoice, ChatCompletion, ChatDelta, ChatMessage, ChatUsage } from '../chat-contract';
 import { EchoReply, EchoToolCall, echoWords } from './dev-echo';
 
 /** Chat's streamed tool-call arguments come in several deltas; dev-echo cuts each call's arguments into this many. */
@@ -5,7 +6,7 @@ const ARGUMENT_PIECES = 3;
 
 /** One step of a choice's stream: its delta and, on the last, the finish reason. */
 interface StreamStep {
-  delta: Record<string, unknown>;
+  delta: ChatDelta;
   finishReason: string | null;
 }
 
@@ -16,7 +17,7 @@ export function choiceCount(body: Record<string, unknown>): number {
 }
 
 /** A chat.completion of `n` identical choices; its usage counts every choice's tokens, as OpenAI bills them. */
-export function echoCompletion(reply: EchoReply, model: string, n: number): Record<string, unknown> {
+export function echoCompletion(reply: EchoReply, model: string, n: number): ChatCompletion {
   return {
     id: reply.id,
     object: 'chat.completion',
@@ -31,8 +32,8 @@ export function echoCompletion(reply: EchoReply, model: string, n: number): Reco
  * The chunks of a streamed answer with `n` identical choices, interleaved as OpenAI streams them (each
  * step once per choice index), then the usage chunk when asked for; stops when `signal` aborts.
  */
-export async function* echoChunks(reply: EchoReply, model: string, n: number, includeUsage: boolean, signal: AbortSignal): AsyncGenerator<Record<string, unknown>> {
-  const chunk = (choices: unknown[]) => ({ id: reply.id, object: 'chat.completion.chunk', created: reply.created, model, choices });
+export async function* echoChunks(reply: EchoReply, model: string, n: number, includeUsage: boolean, signal: AbortSignal): AsyncGenerator<ChatChunk> {
+  const chunk = (choices: ChatChunkChoice[]): ChatChunk => ({ id: reply.id, object: 'chat.completion.chunk', created: reply.created, model, choices });
   let first = true;
   for (const { delta, finishReason } of streamSteps(reply)) {
     if (signal.aborted) return;
@@ -44,7 +45,7 @@ export async function* echoChunks(reply: EchoReply, model: string, n: number, in
   if (includeUsage) yield { ...chunk([]), usage: usageOf(reply, n) };
 }
 
-function messageOf(reply: EchoReply): Record<string, unknown> {
+function messageOf(reply: EchoReply): ChatMessage {
   if (reply.toolCalls.length === 0) return { role: 'assistant', content: reply.content, refusal: null };
   return { role: 'assistant', content: null, refusal: null, tool_calls: reply.toolCalls.map((call) => ({ ...call, function: { ...call.function } })) };
 }
@@ -89,7 +90,7 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-function usageOf(reply: EchoReply, n: number) {
+function usageOf(reply: EchoReply, n: number): ChatUsage {
   const completionTokens = n * reply.completionTokens;
   return { prompt_tokens: reply.promptTokens, completion_tokens: completionTokens, total_tokens: reply.promptTokens + completionTokens };
 }

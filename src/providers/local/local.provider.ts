@@ -1,4 +1,4 @@
-import { CatalogEntry, ProviderConfig } from '../../config/gateway-config.schema';
+import { CatalogEntry, LocalProviderConfig } from '../../config/gateway-config.schema';
 import { UpstreamFailure } from '../upstream-failure';
 import {
   ChatRequestBody,
@@ -19,7 +19,7 @@ import { transcribeLocally } from './local-transcription.engine';
 export class LocalProvider implements UpstreamProvider {
   constructor(
     readonly name: string,
-    private readonly config: ProviderConfig,
+    private readonly config: LocalProviderConfig,
   ) {}
 
   async chat(model: CatalogEntry, body: ChatRequestBody): Promise<UpstreamChatJson> {

@@ -1,4 +1,9 @@
-import { CatalogEntry, OutputLimitField, ProviderConfig } from '../../config/gateway-config.schema';
+import { FormData } from 'undici';
+import { CatalogEntry, OpenAiCompatibleProviderConfig, OutputLimitField } from '../../config/gateway-config.schema';
+import { ChatCompletion } from '../chat-contract';
+import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
+import { SseReader } from '../http/sse-reader';
+import { bearerAuth } from '../http/upstream-auth';
 import { UpstreamFailure } from '../upstream-failure';
 import {
   ChatRequestBody,
@@ -10,36 +15,44 @@ import {
   UpstreamProvider,
   VerboseTranscription,
 } from '../upstream-provider';
-import { FormData } from 'undici';
-import { parseSse } from './sse-parser';
-import { discardBody, readJsonBody, UpstreamTransport } from './upstream-transport';
+import { chatChunks } from './chat-chunks';
+
+/** OpenAI's endpoints, under the provider's base_url (`…/v1`). */
+const PATHS: Record<UpstreamOperation, string> = {
+  chat: '/chat/completions',
+  chat_stream: '/chat/completions',
+  transcription: '/audio/transcriptions',
+  speech: '/audio/speech',
+};
+const openAiPath = (operation: UpstreamOperation): string => PATHS[operation];
 
 /** OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches. */
 export class OpenAiCompatibleProvider implements UpstreamProvider {
-  private readonly transport: UpstreamTransport;
+  private readonly transport: HttpTransport;
   private readonly limitField: OutputLimitField | undefined;
 
-  constructor(readonly name: string, config: ProviderConfig) {
-    this.transport = new UpstreamTransport(name, config);
+  constructor(readonly name: string, config: OpenAiCompatibleProviderConfig, env: NodeJS.ProcessEnv = process.env) {
+    const key = config.api_key_env ? env[config.api_key_env] : undefined;
+    this.transport = new HttpTransport(name, config, { auth: bearerAuth(key), path: openAiPath });
     this.limitField = config.output_limit_field;
   }
 
   async chat(_model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson> {
-    const answer = await this.transport.post('/chat/completions', JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
+    const answer = await this.transport.post('chat', body.model, JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
     const parsed = await readJsonBody(this.name, answer.body);
     if (!Array.isArray(parsed.choices)) {
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} sent a chat answer without choices.`);
     }
-    return { body: parsed };
+    return { body: parsed as ChatCompletion };
   }
 
   async chatStream(_model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
-    const answer = await this.transport.post('/chat/completions', JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
+    const answer = await this.transport.post('chat_stream', body.model, JSON.stringify(withLimitIn(this.limitField, body)), signal, 'application/json');
     if (!answer.contentType.startsWith('text/event-stream')) {
       discardBody(answer.body);
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} answered a stream request with ${answer.contentType || 'no content type'}.`);
     }
-    return parseSse(this.name, answer.body);
+    return chatChunks(this.name, new SseReader(this.name, answer.body));
   }
 
   async transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal): Promise<VerboseTranscription> {
@@ -51,7 +64,7 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
     if (input.language) form.append('language', input.language);
     if (input.prompt) form.append('prompt', input.prompt);
     if (input.temperature) form.append('temperature', input.temperature);
-    const answer = await this.transport.post('/audio/transcriptions', form, signal);
+    const answer = await this.transport.post('transcription', model.upstream_model, form, signal);
     const parsed = await readJsonBody(this.name, answer.body);
     if (typeof parsed.text !== 'string') {
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} sent a transcription without text.`);
@@ -61,7 +74,7 @@ export class OpenAiCompatibleProvider implements UpstreamProvider {
 
   async speech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal): Promise<SpeechAudio> {
     const body = JSON.stringify({ model: model.upstream_model, ...input });
-    const answer = await this.transport.post('/audio/speech', body, signal, 'application/json');
+    const answer = await this.transport.post('speech', model.upstream_model, body, signal, 'application/json');
     return { contentType: answer.contentType, body: answer.body };
   }
 

@@ -1,11 +1,35 @@
 import { Readable } from 'node:stream';
 import { Dispatcher, errors, FormData, Pool } from 'undici';
-import { ProviderConfig } from '../../config/gateway-config.schema';
+import { TimeoutsConfig } from '../../config/gateway-config.schema';
 import { beforeHeaders, UpstreamFailure } from '../upstream-failure';
+import { UpstreamAuth } from './upstream-auth';
 
 export interface UpstreamResponse {
   contentType: string;
   body: Readable;
+}
+
+/** What a provider asks of its upstream; each provider maps it to its own endpoint (UpstreamPath). */
+export type UpstreamOperation = 'chat' | 'chat_stream' | 'transcription' | 'speech';
+
+/**
+ * How a provider names its endpoints: the path (and query) under its base_url of an operation for one
+ * upstream model (`/chat/completions`; Azure's `/openai/deployments/{model}/…?api-version=`, Gemini's
+ * `/v1beta/models/{model}:streamGenerateContent?alt=sse`).
+ */
+export type UpstreamPath = (operation: UpstreamOperation, upstreamModel: string) => string;
+
+/** Where and how a transport connects: the provider config's fields it reads. */
+export interface TransportConfig {
+  base_url: string;
+  timeouts: TimeoutsConfig;
+  max_connections: number;
+}
+
+/** What a provider decides about its HTTP: how requests are authenticated, and where each operation goes. */
+export interface TransportHooks {
+  auth: UpstreamAuth;
+  path: UpstreamPath;
 }
 
 /** Keep-alive connections idle longer than this are closed (most upstreams close at 60 s or later). */
@@ -18,21 +42,20 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 export const MAX_JSON_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /**
- * HTTP to one openai-compatible upstream: a keep-alive pool, its key, and its timeouts. Every failure
- * becomes an UpstreamFailure; a non-2xx answer becomes `rejected` (4xx) or `server_error` (5xx) with the
- * upstream's own message.
+ * HTTP to one upstream, for every provider type: a keep-alive pool, its timeouts, and the provider's hooks
+ * (auth headers, the path of each operation). Every failure becomes an UpstreamFailure; a non-2xx answer
+ * becomes `rejected` (4xx) or `server_error` (5xx) with the upstream's own message.
  */
-export class UpstreamTransport {
+export class HttpTransport {
   private readonly pool: Pool;
   private readonly basePath: string;
-  private readonly authorization: string | undefined;
 
   constructor(
     readonly name: string,
-    config: ProviderConfig,
-    env: NodeJS.ProcessEnv = process.env,
+    config: TransportConfig,
+    private readonly hooks: TransportHooks,
   ) {
-    const url = new URL(config.base_url!);
+    const url = new URL(config.base_url);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
       connections: config.max_connections,
@@ -41,18 +64,20 @@ export class UpstreamTransport {
       headersTimeout: config.timeouts.request_ms,
       bodyTimeout: config.timeouts.request_ms,
     });
-    const key = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.authorization = key ? `Bearer ${key}` : undefined;
   }
 
-  /** POSTs to `<base_url><path>`; resolves once a 2xx status and headers arrived, with the body still streaming. */
-  async post(path: string, body: string | FormData, signal: AbortSignal, contentType?: string): Promise<UpstreamResponse> {
+  /**
+   * POSTs an operation's body to `<base_url><its path>`; resolves once a 2xx status and headers arrived, with
+   * the body still streaming.
+   */
+  async post(operation: UpstreamOperation, upstreamModel: string, body: string | FormData, signal: AbortSignal, contentType?: string): Promise<UpstreamResponse> {
+    const path = this.basePath + this.hooks.path(operation, upstreamModel);
     const headers: Record<string, string> = { accept: 'application/json, text/event-stream, */*' };
     if (contentType) headers['content-type'] = contentType;
-    if (this.authorization) headers.authorization = this.authorization;
+    Object.assign(headers, this.hooks.auth.headers({ method: 'POST', path, body }));
     let answer: Dispatcher.ResponseData;
     try {
-      answer = await this.pool.request({ method: 'POST', path: this.basePath + path, headers, body, signal });
+      answer = await this.pool.request({ method: 'POST', path, headers, body, signal });
     } catch (err) {
       throw beforeHeaders(toUpstreamFailure(this.name, err));
     }

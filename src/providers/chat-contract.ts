@@ -1,0 +1,117 @@
+/**
+ * The chat contract: what every provider produces and every route (chat, Responses, Messages) consumes,
+ * in OpenAI's chat-completion shapes (https://platform.openai.com/docs/api-reference/chat/object and
+ * /chat/streaming). Fields are optional where upstreams leave them out, and unknown fields are kept: an
+ * openai-compatible upstream's body is passed through as it came. The types say what is expected, not what
+ * is guaranteed: readers of upstream data still check what they read (typeof, Array.isArray).
+ */
+
+/** Tokens of a prompt or completion by class; the details carry the classes with prices of their own (docs/billing.md). */
+export interface ChatUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: ChatPromptTokensDetails | null;
+  completion_tokens_details?: ChatCompletionTokensDetails | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatPromptTokensDetails {
+  cached_tokens?: number;
+  cache_write_tokens?: number;
+  audio_tokens?: number;
+  [extra: string]: unknown;
+}
+
+export interface ChatCompletionTokensDetails {
+  reasoning_tokens?: number;
+  audio_tokens?: number;
+  [extra: string]: unknown;
+}
+
+/** A function call: its name and its arguments as JSON text (whole in a message, in pieces in deltas). */
+export interface ChatFunctionCall {
+  name?: string;
+  arguments?: string;
+  [extra: string]: unknown;
+}
+
+/** One tool call of an assistant message. */
+export interface ChatToolCall {
+  id?: string;
+  type?: string;
+  function?: ChatFunctionCall;
+  [extra: string]: unknown;
+}
+
+/** The assistant's message in a choice of a chat.completion. */
+export interface ChatMessage {
+  role?: string;
+  content?: string | null;
+  refusal?: string | null;
+  tool_calls?: ChatToolCall[];
+  /** The legacy single function call. */
+  function_call?: ChatFunctionCall | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatChoice {
+  index?: number;
+  message?: ChatMessage;
+  finish_reason?: string | null;
+  /** vLLM's matched stop string (or token id), beside chat's finish_reason `stop`. */
+  stop_reason?: string | number | null;
+  logprobs?: unknown;
+  [extra: string]: unknown;
+}
+
+/** A chat.completion: the answer to a request that did not stream. */
+export interface ChatCompletion {
+  id?: string;
+  object?: string;
+  created?: number;
+  model?: string;
+  choices: ChatChoice[];
+  usage?: ChatUsage | null;
+  [extra: string]: unknown;
+}
+
+/** A piece of a tool call in a stream: the first names it (index, id, name), the next add to its arguments. */
+export interface ChatToolCallDelta {
+  index?: number;
+  id?: string;
+  type?: string;
+  function?: ChatFunctionCall;
+  [extra: string]: unknown;
+}
+
+/** What one chunk adds to a choice's message. */
+export interface ChatDelta {
+  role?: string;
+  content?: string | null;
+  refusal?: string | null;
+  tool_calls?: ChatToolCallDelta[];
+  function_call?: ChatFunctionCall | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatChunkChoice {
+  index?: number;
+  delta?: ChatDelta;
+  finish_reason?: string | null;
+  /** vLLM's matched stop string (or token id), as in ChatChoice. */
+  stop_reason?: string | number | null;
+  logprobs?: unknown;
+  [extra: string]: unknown;
+}
+
+/** A chat.completion.chunk: one event of a streamed answer; the last may carry only the usage (`choices: []`). */
+export interface ChatChunk {
+  id?: string;
+  object?: string;
+  created?: number;
+  model?: string;
+  choices?: ChatChunkChoice[];
+  usage?: ChatUsage | null;
+  [extra: string]: unknown;
+}

@@ -1,0 +1,112 @@
+import { Readable } from 'node:stream';
+import { UpstreamFailure } from '../upstream-failure';
+import { discardBody, toUpstreamFailure } from './http-transport';
+
+/**
+ * The most an upstream may send without a newline, and the most one event's `data:` lines may add up to.
+ * Real chunks are a few hundred bytes; past this the stream is broken (or hostile), and the gateway's
+ * memory stays bounded (docs/chat.md, "Upstream streams that misbehave").
+ */
+export const MAX_SSE_EVENT_BYTES = 1024 * 1024;
+
+/** One server-sent event: its name (an `event:` line; undefined without one) and its `data:` lines joined by LF. */
+export interface SseEvent {
+  event: string | undefined;
+  data: string;
+}
+
+/**
+ * The events of an upstream `text/event-stream` body, as they arrive. Lines end with CRLF, LF or a lone CR,
+ * as the WHATWG rules say (a CR at the end of a chunk waits for the next one, which may begin with its LF);
+ * `:` comments, `id:` and `retry:` lines and blank lines outside an event are skipped. A line or event over
+ * MAX_SSE_EVENT_BYTES, or a broken connection, is an UpstreamFailure.
+ *
+ * The end of the stream is the provider's to know (OpenAI's `data: [DONE]`, Anthropic's `message_stop`): it
+ * calls `complete()` once it has read the last event it needs, and stops reading; what follows is drained so
+ * that the connection goes back to the pool. A body that ends is simply the end of the events: the provider
+ * decides whether the stream was whole. Stopped before either, the body is discarded (its connection closed).
+ * https://html.spec.whatwg.org/multipage/server-sent-events.html
+ */
+export class SseReader implements AsyncIterable<SseEvent> {
+  private completed = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly body: Readable,
+  ) {}
+
+  /** The provider read the stream's last event: what the body still holds is read and dropped, not cut. */
+  complete(): void {
+    this.completed = true;
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<SseEvent> {
+    return this.events();
+  }
+
+  private async *events(): AsyncGenerator<SseEvent> {
+    const { name, body } = this;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let event: string | undefined;
+    let data: string[] = [];
+    let dataBytes = 0;
+    let ended = false;
+    try {
+      // Not destroyed when the loop returns at the provider's end: destroying it would build an AbortError
+      // and stop undici from reusing the connection.
+      for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+        // Only the new text can hold the next line end, except a CR left at the end of the buffer: the
+        // chunk may begin with the LF that makes it a CRLF.
+        const lineEnd = /\r\n?|\n/g;
+        lineEnd.lastIndex = buffer.endsWith('\r') ? buffer.length - 1 : buffer.length;
+        buffer += decoder.decode(chunk as Buffer, { stream: true });
+        let lineStart = 0;
+        let match: RegExpExecArray | null;
+        while ((match = lineEnd.exec(buffer))) {
+          if (match[0] === '\r' && match.index === buffer.length - 1) break;
+          const line = buffer.slice(lineStart, match.index);
+          lineStart = lineEnd.lastIndex;
+          if (line === '') {
+            if (data.length > 0) yield { event, data: data.join('\n') };
+            event = undefined;
+            data = [];
+            dataBytes = 0;
+          } else if (line.startsWith('data:') || line === 'data') {
+            const value = fieldValue(line, 4);
+            dataBytes += value.length;
+            if (dataBytes > MAX_SSE_EVENT_BYTES) throw tooLong(name);
+            data.push(value);
+          } else if (line.startsWith('event:') || line === 'event') {
+            event = fieldValue(line, 5) || undefined;
+          }
+          // comments (":"), id: and retry: lines carry nothing the gateway uses
+        }
+        buffer = buffer.slice(lineStart);
+        if (buffer.length > MAX_SSE_EVENT_BYTES) throw tooLong(name);
+      }
+      ended = true;
+      // The body's last byte, a CR, ended the blank line after an event: no LF can follow it now.
+      if (buffer === '\r' && data.length > 0) yield { event, data: data.join('\n') };
+    } catch (err) {
+      throw toUpstreamFailure(name, err);
+    } finally {
+      if (this.completed || ended) drain(body);
+      else discardBody(body);
+    }
+  }
+}
+
+/** A field's value: what follows its name (`length` characters) and the colon, less one space after the colon. */
+function fieldValue(line: string, length: number): string {
+  return line.slice(line.startsWith(' ', length + 1) ? length + 2 : length + 1);
+}
+
+function tooLong(name: string): UpstreamFailure {
+  return new UpstreamFailure('bad_response', `Upstream ${name} sent a stream line or event longer than ${MAX_SSE_EVENT_BYTES} bytes.`);
+}
+
+/** Reads what follows the last event (usually only the end of the response), so the connection goes back to the pool. */
+function drain(body: Readable): void {
+  body.resume();
+}

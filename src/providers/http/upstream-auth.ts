@@ -1,0 +1,26 @@
+import type { FormData } from 'undici';
+
+/** One request as it is about to leave, for an auth scheme that signs what it sends (SigV4 signs the method, path and body). */
+export interface OutgoingRequest {
+  method: 'POST';
+  /** The path and query under the upstream's origin. */
+  path: string;
+  body: string | FormData;
+}
+
+/**
+ * How a provider authenticates its requests: the headers it adds to each. A provider passes one to its
+ * HttpTransport: bearer (OpenAI and its compatibles) today; Anthropic's `x-api-key` with
+ * `anthropic-version`, Azure's `api-key` and SigV4 are further implementations of the same shape.
+ */
+export interface UpstreamAuth {
+  headers(request: OutgoingRequest): Readonly<Record<string, string>>;
+}
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** `Authorization: Bearer <key>` on every request; no header without a key (a local server that wants none). */
+export function bearerAuth(key: string | undefined): UpstreamAuth {
+  const headers = key ? Object.freeze({ authorization: `Bearer ${key}` }) : NO_HEADERS;
+  return { headers: () => headers };
+}
