@@ -383,7 +383,7 @@ describe('Hostile input: admin API, dashboard API and recorded model ids', () =>
       const viaKey = (await own.json()) as any;
       expect(viaKey.by_model).toEqual(viaAdmin.by_model);
       const zero = {
-        prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, audio_input_tokens: 0,
+        prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, audio_input_tokens: 0,
         audio_output_tokens: 0, audio_seconds: 0, input_chars: 0, cost_usd: '0.000000',
       };
       expect(viaAdmin.by_model).toEqual([
