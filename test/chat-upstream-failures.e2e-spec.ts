@@ -8,6 +8,9 @@ import { RawConfig, TestApp } from './support/test-app';
 const MODEL: PricedModel = { id: 'flaky-chat', input: 2, output: 100, maxOutput: 4096 };
 const UNREACHABLE: PricedModel = { id: 'unreachable-chat', input: 2, output: 100, maxOutput: 4096 };
 const REQUEST_MS = 500;
+/** The silent-stream case needs its first chunk through before the deadline, even on a loaded CI machine: a provider of its own with a longer one. */
+const PATIENT: PricedModel = { id: 'patient-chat', input: 2, output: 100, maxOutput: 4096 };
+const PATIENT_REQUEST_MS = 2500;
 
 describe('chat upstream failures', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
@@ -16,6 +19,7 @@ describe('chat upstream failures', () => {
     return (raw: RawConfig) => {
       withFakeProvider(fakeUrl, [MODEL], { requestMs: REQUEST_MS })(raw);
       withFakeProvider(refusedUrl, [UNREACHABLE], { name: 'refused', requestMs: REQUEST_MS })(raw);
+      withFakeProvider(fakeUrl, [PATIENT], { name: 'patient', requestMs: PATIENT_REQUEST_MS })(raw);
     };
   });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
@@ -130,9 +134,9 @@ describe('chat upstream failures', () => {
   it('ends a stream whose upstream falls silent past timeouts.request_ms with an error event, charging nothing', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
     fake.reply = { content: 'one two three', promptTokens: 3, completionTokens: 3 };
-    fake.slowChunkDelayMs = REQUEST_MS * 4;
+    fake.slowChunkDelayMs = PATIENT_REQUEST_MS * 3;
     fake.failNext('slowChunks');
-    const res = await postChat(gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const res = await postChat(gw, key, { model: PATIENT.id, messages: [{ role: 'user', content: 'hi' }], stream: true });
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).not.toContain('[DONE]');

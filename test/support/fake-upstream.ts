@@ -138,6 +138,20 @@ let fakesStarted = 0;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A pause between chunks that ends early when the client goes away, so that no timer outlives a closed answer. */
+function pause(res: ServerResponse, ms: number): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
+}
+
 export class FakeUpstream {
   /** e.g. http://127.0.0.1:41234/v1 */
   url = '';
@@ -403,7 +417,7 @@ export class FakeUpstream {
         if (mode === 'invalidJsonData') await sse.event('data: {"id": this is not JSON\n\n');
       }
       if (i === events.length) break;
-      if (i > 0 && ctx.delay) await sleep(ctx.delay);
+      if (i > 0 && ctx.delay) await pause(ctx.res, ctx.delay);
       if (res.destroyed) return;
       await sse.event(mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
     }
@@ -459,7 +473,7 @@ export class FakeUpstream {
       await write(res, JSON.stringify(answer).slice(0, 20));
       return this.breakConnection(ctx);
     }
-    if (ctx.delay) await sleep(ctx.delay);
+    if (ctx.delay) await pause(ctx.res, ctx.delay);
     sendJson(res, 200, answer);
   }
 
@@ -479,7 +493,7 @@ export class FakeUpstream {
       if ((mode === 'midStreamFailure' || mode === 'truncatedChunked' || mode === 'resetMidStream') && i === parts / 2) {
         return this.breakConnection(ctx);
       }
-      if (i > 0 && ctx.delay) await sleep(ctx.delay);
+      if (i > 0 && ctx.delay) await pause(ctx.res, ctx.delay);
       if (res.destroyed) return;
       await write(res, this.speechAudio.subarray(i * size, (i + 1) * size));
     }
