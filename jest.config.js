@@ -7,6 +7,8 @@ const common = {
   // NestJS 12's packages are ES modules only: test/support/esm-to-commonjs.js makes them loadable here.
   transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
   testEnvironment: 'node',
+  // Other Node.js versions unpacked by .ci/run (their package.json files share a name) and the agent CLIs' install.
+  modulePathIgnorePatterns: ['<rootDir>/.runtimes/', '<rootDir>/test/clients/node_modules/'],
 };
 
 module.exports = {

@@ -5,7 +5,7 @@ import { BodyProblem } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
-import { ChatRequestBody } from '../providers/upstream-provider';
+import { ChatRequestBody, PassThrough } from '../providers/upstream-provider';
 import { checkChatCompletionBody } from './dto/chat-completion.schema';
 
 /** A chat request that passed validation, with its catalog model and the original body. */
@@ -20,6 +20,11 @@ export interface ChatRequest {
   /** The field that sets the output limit in the client's dialect (the one it used, if any), named in a 402's advice. */
   maxTokensParam: string;
   choices: number;
+  /**
+   * The client's own request, for an upstream of its dialect (Messages in, `anthropic` up): sent instead of `body`
+   * by such a provider (DESIGN.md section 11). The hold then bounds the prompt by this body.
+   */
+  passThrough?: PassThrough;
 }
 
 /** Validates the parsed JSON body: codes of SPEC.md and DESIGN.md section 5, in that order. */

@@ -4,9 +4,10 @@ import { RequestCost, requestCost } from '../billing/request-cost';
 import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
 import { MetricsService } from '../metrics/metrics.service';
-import { ChatCompletion } from '../providers/chat-contract';
+import { ChatChunk, ChatCompletion, ChatUsage, NATIVE_EVENT, PARTIAL_USAGE } from '../providers/chat-contract';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
-import { ChatRequestBody, UpstreamChatStream } from '../providers/upstream-provider';
+import { countTextTokens } from '../providers/token-count';
+import { ChatRequestBody, PASS_THROUGH, UpstreamChatStream } from '../providers/upstream-provider';
 import { UpstreamRouter } from '../routing/upstream-router';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest } from './chat-request.pipe';
@@ -73,10 +74,13 @@ export class ChatService {
     }
     let produced = '';
     let cost: RequestCost | null = null;
+    let partial: ChatUsage | undefined;
     this.metrics.streamOpened();
     try {
       for await (const chunk of chunks) {
         if (!sink.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
+        partial = chunk[PARTIAL_USAGE] ?? partial;
+        if (!chat.passThrough && isNativeOnly(chunk)) continue;
         if (chunk.usage !== undefined) {
           cost = requestCost(chunk.usage, chat.model) ?? cost;
           if (!chat.includeUsage) {
@@ -103,9 +107,23 @@ export class ChatService {
       this.metrics.streamClosed();
       this.metrics.observeUpstream(call.endpoint, secondsSince(startedAt));
     }
-    // A client that left is charged for the prompt and what was produced until then.
+    // A client that left is charged for the prompt and what was produced until then: the input the upstream
+    // reported so far by class (partial usage), else the gateway's own count.
     if (!signal.aborted) sink.finish();
-    this.charge(call, reservation, cost ?? (await this.counted(reservation, chat, produced)));
+    this.charge(call, reservation, cost ?? (partial && (await this.partialCost(reservation, chat, partial, produced))) ?? (await this.counted(reservation, chat, produced)));
+  }
+
+  /** A stream cut after the upstream reported its input: that usage, its output at least the gateway's count of what was produced. */
+  private async partialCost(reservation: Reservation, chat: ChatRequest, usage: ChatUsage, produced: string): Promise<RequestCost | null> {
+    try {
+      const reported = typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0;
+      const completion = Math.max(reported, await countTextTokens(produced));
+      const prompt = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
+      return requestCost({ ...usage, completion_tokens: completion, total_tokens: prompt + completion }, chat.model);
+    } catch (err) {
+      await this.releaseQuietly(reservation);
+      throw err;
+    }
   }
 
   private reserve({ accountId, requestId, key, chat }: ChatCall): Promise<Reservation> {
@@ -114,7 +132,7 @@ export class ChatService {
       requestId,
       key,
       model: chat.model,
-      promptTokens: promptTokenBound(chat.body, chat.model.context_window),
+      promptTokens: promptTokenBound(chat.passThrough?.body ?? chat.body, chat.model.context_window),
       requestedMaxTokens: chat.maxTokens,
       limitParam: chat.maxTokensParam,
       choices: chat.choices,
@@ -123,6 +141,7 @@ export class ChatService {
 
   private upstreamBody(chat: ChatRequest, reservation: Reservation): ChatRequestBody {
     const body: ChatRequestBody = { ...chat.body, model: chat.model.upstream_model };
+    if (chat.passThrough) body[PASS_THROUGH] = chat.passThrough;
     // The allowance was cut to what the account affords: the upstream must not produce more. In OpenAI's
     // current field: its reasoning models refuse max_tokens (a provider's output_limit_field renames it).
     if (reservation.capped) body.max_completion_tokens = reservation.outputAllowance;
@@ -174,4 +193,9 @@ export class ChatService {
       this.logger.error({ err, requestId: reservation.requestId }, `Could not release the hold of ${reservation.requestId}: ${(err as Error).message}`);
     }
   }
+}
+
+/** A chunk that only carries a native upstream event (ping, a block's start or stop): nothing for a chat client. */
+function isNativeOnly(chunk: ChatChunk): boolean {
+  return chunk[NATIVE_EVENT] !== undefined && chunk.usage === undefined && (!Array.isArray(chunk.choices) || chunk.choices.length === 0);
 }

@@ -45,6 +45,11 @@ export class SseWriter {
     await this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
   }
 
+  /** An event whose data is already JSON text (relayed as an upstream sent it). */
+  async sendRaw(name: string, data: string): Promise<void> {
+    await this.write(`event: ${name}\ndata: ${data}\n\n`);
+  }
+
   end(lastEvent?: string): void {
     if (!this.isOpen) return;
     if (!this.hasStarted) this.start();

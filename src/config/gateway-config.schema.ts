@@ -20,7 +20,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 
-export const PROVIDER_TYPES = ['openai-compatible', 'local'] as const;
+export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** OpenAI's current output-limit field, and the older one that reasoning models refuse but some servers alone know. */
 export const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
@@ -75,6 +75,20 @@ export class OpenAiCompatibleProviderConfig extends ProviderConfigBase {
   output_limit_field?: OutputLimitField;
 }
 
+/** Anthropic's Messages API (DESIGN.md section 11): `x-api-key` with `anthropic-version`; chat models only. */
+export class AnthropicProviderConfig extends ProviderConfigBase {
+  static kinds: readonly ModelKind[] = ['chat'];
+  declare type: 'anthropic';
+
+  /** Without /v1: `https://api.anthropic.com`. */
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  base_url: string;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) api_key_env?: string;
+
+  @IsInt() @Min(1) max_connections = 256;
+}
+
 /** The built-in engines: dev-echo chat, espeak-ng speech, pocketsphinx transcription (`timeouts.request_ms` bounds an engine's run). */
 export class LocalProviderConfig extends ProviderConfigBase {
   static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
@@ -82,11 +96,12 @@ export class LocalProviderConfig extends ProviderConfigBase {
 }
 
 /** A provider's config, typed by its `type` (docs/configuration.md, "providers.<name>"). */
-export type ProviderConfig = OpenAiCompatibleProviderConfig | LocalProviderConfig;
+export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | LocalProviderConfig;
 
 /** Each type's config class: the keys it takes, and (`kinds`) the kinds of catalog model it serves. */
 export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<ProviderConfig, { type: T }>) & { kinds: readonly ModelKind[] } } = {
   'openai-compatible': OpenAiCompatibleProviderConfig,
+  anthropic: AnthropicProviderConfig,
   local: LocalProviderConfig,
 };
 
@@ -161,6 +176,8 @@ export class CatalogEntry {
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_input_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_output_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;
+  /** Anthropic: cache breakpoints added to requests that carry none (DESIGN.md section 11). */
+  @IsOptional() @IsBoolean() auto_cache?: boolean;
   /** Upper bound of the model's context, used to bound the prompt estimate. */
   @IsOptional() @IsInt() @Min(1) context_window?: number;
 

@@ -1,31 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
+import { MessageStop, MessageUsage, newId } from '../providers/anthropic/anthropic-wire';
 import { ChatChoice, ChatChunkChoice, ChatCompletion, ChatMessage } from '../providers/chat-contract';
-
-/** An Anthropic-style object id: `msg_…` for messages, `toolu_…` for a tool call the upstream left without an id. */
-export function newId(prefix: 'msg' | 'toolu'): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
-}
-
-export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
-
-export interface MessageStop {
-  stop_reason: StopReason;
-  stop_sequence: string | null;
-}
-
-/** Anthropic's usage block; what the Messages API reports of every request. */
-export interface MessageUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_input_tokens: number;
-  cache_creation_input_tokens: number;
-  /**
-   * The cache writes by TTL (their sum is cache_creation_input_tokens), when the upstream tells them apart. Streams
-   * carry it in message_delta, where the gateway first knows it (Anthropic's own stream has it in message_start).
-   */
-  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
-}
 
 /**
  * Chat's finish_reason as Anthropic's stop_reason (DESIGN.md section 10). `stop_sequence` only when the

@@ -1,8 +1,9 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
-import { ChatChunk, ChatChunkChoice, ChatToolCallDelta, ChatUsage } from '../providers/chat-contract';
-import { emptyUsage, messageUsage, newId, stopOf, toolInput } from './message-body';
+import { ChatChunk, ChatChunkChoice, ChatToolCallDelta, ChatUsage, NATIVE_EVENT, NativeEvent } from '../providers/chat-contract';
+import { newId } from '../providers/anthropic/anthropic-wire';
+import { emptyUsage, messageUsage, stopOf, toolInput } from './message-body';
 
 /** The content block being written: text, or a tool call's input as JSON text (`args`: what was relayed of it). */
 type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: number | undefined; callId: string; args: string };
@@ -15,6 +16,8 @@ type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: nu
  */
 export class MessageEventStream implements ChatStreamSink {
   private started = false;
+  /** The upstream speaks Anthropic's stream itself: its events are relayed, not made from chat chunks. */
+  private relaying = false;
   private pinged = false;
   private blocks = 0;
   private open: OpenBlock | null = null;
@@ -42,6 +45,9 @@ export class MessageEventStream implements ChatStreamSink {
   }
 
   async send(chunk: ChatChunk): Promise<void> {
+    const native = chunk[NATIVE_EVENT];
+    if (!this.started && native) this.relaying = true;
+    if (this.relaying) return native ? this.relay(native) : undefined;
     this.startOnce();
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
@@ -55,6 +61,8 @@ export class MessageEventStream implements ChatStreamSink {
   }
 
   finish(): void {
+    // A relayed stream ended with the upstream's own message_stop.
+    if (this.relaying) return this.sse.end();
     this.startOnce();
     this.closeOpenBlock();
     if (this.malformedToolCalls > 0) this.onMalformedToolArguments(this.malformedToolCalls);
@@ -68,6 +76,18 @@ export class MessageEventStream implements ChatStreamSink {
   fail(error: GatewayError): void {
     this.emit('error', { ...anthropicErrorBody(error) });
     this.sse.end();
+  }
+
+  /**
+   * An event of an `anthropic` upstream's stream, as it came (pass-through, DESIGN.md section 11): only
+   * message_start's `model` is changed, to the catalog id the client asked for.
+   */
+  private relay({ event, raw, data }: NativeEvent): Promise<void> {
+    const message = data.message;
+    if (event === 'message_start' && message && typeof message === 'object') {
+      return this.sse.sendNamed(event, { ...data, message: { ...message, model: this.model } });
+    }
+    return this.sse.sendRaw(event, raw);
   }
 
   private startOnce(): void {

@@ -1,15 +1,17 @@
-import { Injectable, PipeTransform } from '@nestjs/common';
+import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { IgnoredParam } from '../chat/ignored-params';
 import { BodyCheck } from '../common/validation/compiled-body';
-import { CatalogEntry } from '../config/gateway-config.schema';
+import { GATEWAY_CONFIG } from '../config/config.tokens';
+import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
+import { anthropicShare } from '../providers/anthropic/anthropic-deployments';
 import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkCountTokensFields, checkMessagesFields, MAX_TOKENS_REQUIRED } from './dto/messages.schema';
 import { chatMessages, ChatMessage } from './messages-input';
 import { ignoredFields, refuseUnservedFields } from './messages-fields';
-import { chatStop, chatToolChoice, chatTools, chatUser } from './messages-tools';
+import { chatStop, chatToolChoice, chatTools, chatUser, passThroughToolChoice, passThroughTools } from './messages-tools';
 
 /** What count_tokens counts: the chat messages and tool definitions the request would send upstream. */
 export interface CountTokensRequest {
@@ -17,12 +19,19 @@ export interface CountTokensRequest {
   messages: ChatMessage[];
   tools: Record<string, unknown>[] | undefined;
   ignored: IgnoredParam[];
+  /** The body to send to the model's `anthropic` upstream, whose own count answers (DESIGN.md section 11). */
+  passThroughBody?: Record<string, unknown>;
 }
 
 /** A Messages request that passed validation: the chat completion that serves it, and what it asked for that is not used. */
 export interface MessagesRequest {
   chat: ChatRequest;
   ignored: IgnoredParam[];
+  /**
+   * The body as it goes to the model's `anthropic` deployments (passed through: DESIGN.md section 11), when it
+   * has some; the controller adds the client's anthropic-* headers.
+   */
+  passThroughBody?: Record<string, unknown>;
 }
 
 /**
@@ -31,13 +40,19 @@ export interface MessagesRequest {
  */
 @Injectable()
 export class MessagesRequestPipe implements PipeTransform<unknown, MessagesRequest> {
-  constructor(private readonly catalog: CatalogService) {}
+  constructor(
+    private readonly catalog: CatalogService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
 
   transform(body: unknown): MessagesRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
     if (fields.max_tokens === undefined || fields.max_tokens === null) throw invalidField('max_tokens', MAX_TOKENS_REQUIRED);
     const checked = checkedFields<CheckedMessagesFields>(checkMessagesFields, fields);
+    const share = anthropicShare(this.config, model);
+    if (share === 'all') return passedThrough(model, fields, checked);
+    const passThroughBody = share === 'some' ? withoutWithdrawnTools(fields, passThroughTools(fields.tools).tools) : undefined;
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(fields.system, fields.messages) };
     const offer = chatTools(fields.tools);
     setPresent(chatBody, {
@@ -54,19 +69,56 @@ export class MessagesRequestPipe implements PipeTransform<unknown, MessagesReque
       // Usage is always asked of the upstream: message_delta carries it.
       chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 },
       ignored: ignoredFields(fields, offer.withdrawn),
+      passThroughBody,
     };
   }
+}
+
+/**
+ * A model served only by `anthropic` upstreams: the body goes as sent (DESIGN.md section 11), checked only where
+ * the hold and the charge read it (model, max_tokens, stream, messages); server tools are withdrawn (named in the
+ * header: their use is billed by Anthropic apart from tokens). The chat view (`chat.body`) holds the messages as
+ * sent, for the gateway's own count should the upstream report none.
+ */
+function passedThrough(model: CatalogEntry, fields: Record<string, unknown>, checked: CheckedMessagesFields): MessagesRequest {
+  if (!Array.isArray(fields.messages) || fields.messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array of messages.');
+  const offer = passThroughTools(fields.tools);
+  passThroughToolChoice(fields.tool_choice, offer);
+  const stream = checked.stream === true;
+  const chatBody: ChatRequestBody = { model: model.id, messages: fields.messages, max_completion_tokens: checked.max_tokens };
+  if (offer.tools) chatBody.tools = offer.tools;
+  return {
+    chat: { model, body: chatBody, stream, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 },
+    ignored: offer.withdrawn,
+    passThroughBody: withoutWithdrawnTools(fields, offer.tools),
+  };
+}
+
+/** The client's body with the tools that stay on offer (all of them, unless server tools were withdrawn). */
+function withoutWithdrawnTools(fields: Record<string, unknown>, tools: Record<string, unknown>[] | undefined): Record<string, unknown> {
+  if (!Array.isArray(fields.tools) || fields.tools.length === (tools?.length ?? 0)) return fields;
+  const { tools: _all, ...rest } = fields;
+  return tools ? { ...rest, tools } : rest;
 }
 
 /** count_tokens: the same body as a message, max_tokens not needed; the same translation, so the same count. */
 @Injectable()
 export class CountTokensRequestPipe implements PipeTransform<unknown, CountTokensRequest> {
-  constructor(private readonly catalog: CatalogService) {}
+  constructor(
+    private readonly catalog: CatalogService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
+  ) {}
 
   transform(body: unknown): CountTokensRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     refuseUnservedFields(fields);
     checkedFields(checkCountTokensFields, fields);
+    if (anthropicShare(this.config, model) === 'all') {
+      if (!Array.isArray(fields.messages) || fields.messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array of messages.');
+      const offer = passThroughTools(fields.tools);
+      passThroughToolChoice(fields.tool_choice, offer);
+      return { model, messages: fields.messages, tools: offer.tools, ignored: offer.withdrawn, passThroughBody: withoutWithdrawnTools(fields, offer.tools) };
+    }
     const offer = chatTools(fields.tools);
     chatToolChoice(fields.tool_choice, offer);
     return { model, messages: chatMessages(fields.system, fields.messages), tools: offer.tools, ignored: ignoredFields(fields, offer.withdrawn) };

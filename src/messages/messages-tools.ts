@@ -50,6 +50,35 @@ export function chatTools(tools: unknown): ChatToolOffer {
   return offer;
 }
 
+/**
+ * The tools of a request passed through to an `anthropic` upstream: as sent, typed client tools included, but
+ * server tools, withdrawn and named as on a translated upstream: Anthropic bills their use (searches, container
+ * time) apart from tokens, which the gateway's charge cannot cover (docs/messages.md, "Pass-through").
+ */
+export function passThroughTools(tools: unknown): ChatToolOffer {
+  const offer: ChatToolOffer = { tools: undefined, withdrawn: [], withdrawnNames: new Set() };
+  if (tools === undefined || tools === null) return offer;
+  if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
+  const offered: Record<string, unknown>[] = [];
+  tools.forEach((tool, i) => {
+    if (!isJsonObject(tool)) throw invalidField(`tools[${i}]`, 'a tool must be an object.');
+    const type = tool.type;
+    if (typeof type === 'string' && type !== 'custom' && !CLIENT_TYPED.test(type)) {
+      offer.withdrawn.push({ name: `tools:${type}`, label: `tools:${serverToolFamily(type)}` });
+      if (typeof tool.name === 'string') offer.withdrawnNames.add(tool.name);
+      return;
+    }
+    offered.push(tool);
+  });
+  if (offered.length > 0) offer.tools = offered;
+  return offer;
+}
+
+/** A passed-through tool_choice: as sent, unless it forces a withdrawn tool (400). */
+export function passThroughToolChoice(choice: unknown, offer: ChatToolOffer): void {
+  if (isJsonObject(choice)) refuseForcingWithdrawn(choice, offer);
+}
+
 /** `web_search_20250305` → `web_search`: the family a dated type belongs to, or `other`. */
 function serverToolFamily(type: string): string {
   const family = type.replace(/_\d{8}$/, '');

@@ -15,6 +15,11 @@ import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
 import { countTokensAnswer, countTokensBody, createMessageBody } from './dto/messages.schema';
 import { MalformedToolArguments } from './malformed-tool-arguments';
+import { NATIVE_ANSWER } from '../providers/chat-contract';
+import { ProviderRegistry } from '../providers/provider-registry';
+import { asGatewayError } from '../providers/upstream-failure';
+import { PassThrough } from '../providers/upstream-provider';
+import { abortOnClientClose } from '../common/http/client-abort';
 import { messageFromCompletion } from './message-body';
 import { MessageEventStream } from './message-event-stream';
 import { promptTokens } from './message-tokens';
@@ -34,6 +39,7 @@ export class MessagesController {
     private readonly chat: ChatService,
     private readonly malformedToolArguments: MalformedToolArguments,
     private readonly ignoredParams: IgnoredParamsReport,
+    private readonly providers: ProviderRegistry,
   ) {}
 
   @Post()
@@ -52,6 +58,7 @@ export class MessagesController {
   })
   async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) request: MessagesRequest): Promise<void> {
     const { chat, ignored } = request;
+    if (request.passThroughBody) chat.passThrough = passThroughOf(req, request.passThroughBody);
     const call = chatCall('/v1/messages', req, res, meter, chat);
     this.ignoredParams.report('/v1/messages', res, ignored);
     if (chat.stream) {
@@ -61,6 +68,12 @@ export class MessagesController {
       return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt, onMalformed));
     }
     const answer = await this.chat.answer(call);
+    const native = answer.body[NATIVE_ANSWER];
+    if (native) {
+      // Passed through: Anthropic's own message, relabelled with the catalog id.
+      res.status(200).json({ ...native, model: chat.model.id });
+      return answer.charge();
+    }
     const { message, malformedToolCalls } = messageFromCompletion(chat.model.id, answer.body);
     res.status(200).json(message);
     this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, malformedToolCalls, 'answered with input {}');
@@ -79,12 +92,32 @@ export class MessagesController {
     success: { status: 200, description: 'The input tokens', content: json(countTokensAnswer) },
   })
   async countTokens(
+    @Req() req: GatewayRequest,
     @Res({ passthrough: true }) res: Response,
     @Metered() meter: UsageMeter,
     @Body(CountTokensRequestPipe) request: CountTokensRequest,
-  ): Promise<{ input_tokens: number }> {
+  ): Promise<Record<string, unknown>> {
     meter.describe({ model: request.model.id, streamed: false });
     this.ignoredParams.report('/v1/messages/count_tokens', res, request.ignored);
+    const counter = request.passThroughBody ? this.providers.tokenCounterFor(request.model) : null;
+    if (counter) {
+      // Anthropic's own count of its own tokens (uncharged): the gateway's tokenizer is not Claude's.
+      try {
+        return await counter.countTokens(request.model, passThroughOf(req, request.passThroughBody!), abortOnClientClose(res));
+      } catch (err) {
+        throw asGatewayError(err, 'model');
+      }
+    }
     return { input_tokens: await promptTokens(request.messages, request.tools) };
   }
+}
+
+/** The client's Messages body and the anthropic-* headers an `anthropic` upstream must see (DESIGN.md section 11). */
+function passThroughOf(req: GatewayRequest, body: Record<string, unknown>): PassThrough {
+  const headers: Record<string, string> = {};
+  for (const name of ['anthropic-version', 'anthropic-beta']) {
+    const value = req.headers[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return { dialect: 'anthropic', body, headers };
 }

@@ -3,13 +3,17 @@ import { BurstLimitModule } from '../burst-limit/burst-limit.module';
 import { ChatModule } from '../chat/chat.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { ModelsModule } from '../models/models.module';
+import { ProvidersModule } from '../providers/providers.module';
 import { MalformedToolArguments } from './malformed-tool-arguments';
 import { CountTokensRequestPipe, MessagesRequestPipe } from './messages-request.pipe';
 import { MessagesController } from './messages.controller';
 
-/** POST /v1/messages over chat: ChatService holds, calls the upstream and charges; the pipes and the event stream translate. */
+/**
+ * POST /v1/messages over chat: ChatService holds, calls the upstream and charges; the pipes and the event stream
+ * translate, or pass Anthropic's own body and events through for an `anthropic` upstream (count_tokens asks it).
+ */
 @Module({
-  imports: [ChatModule, BurstLimitModule, ModelsModule, MetricsModule],
+  imports: [ChatModule, BurstLimitModule, ModelsModule, MetricsModule, ProvidersModule],
   controllers: [MessagesController],
   providers: [MessagesRequestPipe, CountTokensRequestPipe, MalformedToolArguments],
 })

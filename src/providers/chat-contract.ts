@@ -65,8 +65,28 @@ export interface ChatChoice {
   [extra: string]: unknown;
 }
 
+/**
+ * Pass-through (DESIGN.md section 11): a provider that speaks the client's own dialect natively (Messages in,
+ * `anthropic` up) keeps the upstream's answer beside its chat view, under these keys. Symbols: never serialised,
+ * kept by object spread, invisible to readers of the chat fields. The chat view stays whole (usage, deltas),
+ * so that billing and the gateway's own count read every answer alike.
+ */
+export const NATIVE_ANSWER: unique symbol = Symbol('native answer');
+export const NATIVE_EVENT: unique symbol = Symbol('native event');
+/** A stream's usage so far (a native stream reports its input before its output): charged if the stream ends early. */
+export const PARTIAL_USAGE: unique symbol = Symbol('partial usage');
+
+/** One event of a native stream as it came: its name, its data as sent, and that data parsed (for the route to relabel `model`). */
+export interface NativeEvent {
+  event: string;
+  raw: string;
+  data: Record<string, unknown>;
+}
+
 /** A chat.completion: the answer to a request that did not stream. */
 export interface ChatCompletion {
+  /** The upstream's own answer, when it is in the client's dialect. */
+  [NATIVE_ANSWER]?: Record<string, unknown>;
   id?: string;
   object?: string;
   created?: number;
@@ -107,6 +127,10 @@ export interface ChatChunkChoice {
 
 /** A chat.completion.chunk: one event of a streamed answer; the last may carry only the usage (`choices: []`). */
 export interface ChatChunk {
+  /** The upstream event this chunk was read from, when it is in the client's dialect. */
+  [NATIVE_EVENT]?: NativeEvent;
+  /** The usage known so far, not final: a stream cut after it is charged for it and the gateway's count of the rest. */
+  [PARTIAL_USAGE]?: ChatUsage;
   id?: string;
   object?: string;
   created?: number;

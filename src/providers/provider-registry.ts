@@ -1,17 +1,21 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ProviderConfig } from '../config/gateway-config.schema';
+import { AnthropicProvider } from './anthropic/anthropic.provider';
 import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
-import { UpstreamProvider } from './upstream-provider';
+import { TokenCountUpstream, UpstreamProvider } from './upstream-provider';
 
-type ClosableProvider = UpstreamProvider & { close(): Promise<void> };
+/** A provider serves the kinds its type states (PROVIDER_CONFIGS): some of UpstreamProvider's interfaces. */
+type ClosableProvider = Partial<UpstreamProvider & TokenCountUpstream> & { close(): Promise<void> };
 
 /** Each provider type's implementation, built from its own config (a union keyed by `type`, checked at start). */
 function providerFor(name: string, config: ProviderConfig): ClosableProvider {
   switch (config.type) {
     case 'openai-compatible':
       return new OpenAiCompatibleProvider(name, config);
+    case 'anthropic':
+      return new AnthropicProvider(name, config);
     case 'local':
       return new LocalProvider(name, config);
   }
@@ -21,16 +25,30 @@ function providerFor(name: string, config: ProviderConfig): ClosableProvider {
 @Injectable()
 export class ProviderRegistry implements OnApplicationShutdown {
   private readonly providers = new Map<string, ClosableProvider>();
+  private readonly types = new Map<string, ProviderConfig['type']>();
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
     for (const [name, providerConfig] of Object.entries(config.providers)) {
       this.providers.set(name, providerFor(name, providerConfig));
+      this.types.set(name, providerConfig.type);
     }
   }
 
   forModel(model: CatalogEntry): UpstreamProvider {
-    // The config loader checks that every catalog entry names a configured provider, of a type that serves its kind.
-    return this.providers.get(model.provider)!;
+    // The config loader checks that every catalog entry names a configured provider, of a type that serves its
+    // kind: the methods of that kind are there.
+    return this.providers.get(model.provider) as UpstreamProvider;
+  }
+
+  /** The provider that counts a Messages request's tokens itself (Anthropic's count_tokens), if the model's has one. */
+  tokenCounterFor(model: CatalogEntry): TokenCountUpstream | null {
+    const provider = this.providers.get(model.provider);
+    return provider?.countTokens ? (provider as TokenCountUpstream) : null;
+  }
+
+  /** The type of the provider a deployment names. */
+  typeOf(providerName: string): ProviderConfig['type'] | undefined {
+    return this.types.get(providerName);
   }
 
   async onApplicationShutdown(): Promise<void> {

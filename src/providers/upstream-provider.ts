@@ -2,8 +2,23 @@ import type { Readable } from 'node:stream';
 import type { CatalogEntry } from '../config/gateway-config.schema';
 import type { ChatChunk, ChatCompletion } from './chat-contract';
 
+/**
+ * A client's request in its own dialect, for an upstream that speaks it natively (Messages in, `anthropic` up:
+ * DESIGN.md section 11). Such a provider sends `body` as it came, `model` and the output limit aside; any other
+ * provider serves the chat body it is attached to.
+ */
+export const PASS_THROUGH: unique symbol = Symbol('pass-through');
+
+export interface PassThrough {
+  dialect: 'anthropic';
+  /** The client's body as sent. */
+  body: Record<string, unknown>;
+  /** The client's headers of that dialect the upstream must see (`anthropic-version`, `anthropic-beta`). */
+  headers: Readonly<Record<string, string>>;
+}
+
 /** OpenAI chat-completion request body as sent upstream (model already mapped to upstream_model). */
-export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[] };
+export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[]; [PASS_THROUGH]?: PassThrough };
 
 export interface UpstreamChatJson {
   /** The upstream's chat.completion object (an openai-compatible upstream's unchanged). */
@@ -48,6 +63,11 @@ export interface SpeechAudio {
 export interface ChatUpstream {
   chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson>;
   chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream>;
+}
+
+/** Counting a Messages request's input tokens upstream (Anthropic's /v1/messages/count_tokens), for a provider that can. */
+export interface TokenCountUpstream {
+  countTokens(model: CatalogEntry, request: PassThrough, signal: AbortSignal): Promise<Record<string, unknown>>;
 }
 
 /** Speech to text (catalog kind `transcription`). */

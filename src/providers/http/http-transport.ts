@@ -10,7 +10,7 @@ export interface UpstreamResponse {
 }
 
 /** What a provider asks of its upstream; each provider maps it to its own endpoint (UpstreamPath). */
-export type UpstreamOperation = 'chat' | 'chat_stream' | 'transcription' | 'speech';
+export type UpstreamOperation = 'chat' | 'chat_stream' | 'transcription' | 'speech' | 'count_tokens';
 
 /**
  * How a provider names its endpoints: the path (and query) under its base_url of an operation for one
@@ -68,13 +68,21 @@ export class HttpTransport {
 
   /**
    * POSTs an operation's body to `<base_url><its path>`; resolves once a 2xx status and headers arrived, with
-   * the body still streaming.
+   * the body still streaming. `extraHeaders`: the client's own headers of the upstream's dialect (pass-through),
+   * which override the auth hook's defaults of the same name (`anthropic-version`).
    */
-  async post(operation: UpstreamOperation, upstreamModel: string, body: string | FormData, signal: AbortSignal, contentType?: string): Promise<UpstreamResponse> {
+  async post(
+    operation: UpstreamOperation,
+    upstreamModel: string,
+    body: string | FormData,
+    signal: AbortSignal,
+    contentType?: string,
+    extraHeaders?: Readonly<Record<string, string>>,
+  ): Promise<UpstreamResponse> {
     const path = this.basePath + this.hooks.path(operation, upstreamModel);
     const headers: Record<string, string> = { accept: 'application/json, text/event-stream, */*' };
     if (contentType) headers['content-type'] = contentType;
-    Object.assign(headers, this.hooks.auth.headers({ method: 'POST', path, body }));
+    Object.assign(headers, this.hooks.auth.headers({ method: 'POST', path, body }), extraHeaders);
     let answer: Dispatcher.ResponseData;
     try {
       answer = await this.pool.request({ method: 'POST', path, headers, body, signal });
@@ -177,7 +185,7 @@ async function collect(body: Readable, limit: number): Promise<{ text: string; c
   return { text: Buffer.concat(chunks).toString('utf8'), complete };
 }
 
-/** The upstream's error message: OpenAI's `{error: {message}}`, or the text itself. */
+/** The upstream's error message: OpenAI's `{error: {message}}` (Anthropic's `{type: "error", error: {type, message}}` too), or the text itself. */
 async function readError(body: Readable): Promise<{ message: string; quotaSpent: boolean }> {
   // A longer error body is cut: its start carries the message.
   const text = (await collect(body, MAX_ERROR_BODY_BYTES)).text.trim();

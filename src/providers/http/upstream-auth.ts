@@ -10,8 +10,8 @@ export interface OutgoingRequest {
 
 /**
  * How a provider authenticates its requests: the headers it adds to each. A provider passes one to its
- * HttpTransport: bearer (OpenAI and its compatibles) today; Anthropic's `x-api-key` with
- * `anthropic-version`, Azure's `api-key` and SigV4 are further implementations of the same shape.
+ * HttpTransport: bearer (OpenAI and its compatibles), Anthropic's `x-api-key` with `anthropic-version`;
+ * Azure's `api-key` and SigV4 are further implementations of the same shape.
  */
 export interface UpstreamAuth {
   headers(request: OutgoingRequest): Readonly<Record<string, string>>;
@@ -22,5 +22,16 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 /** `Authorization: Bearer <key>` on every request; no header without a key (a local server that wants none). */
 export function bearerAuth(key: string | undefined): UpstreamAuth {
   const headers = key ? Object.freeze({ authorization: `Bearer ${key}` }) : NO_HEADERS;
+  return { headers: () => headers };
+}
+
+/**
+ * Anthropic's `x-api-key` (none without a key), and the API version the gateway speaks (a pass-through request's
+ * own `anthropic-version` replaces it: HttpTransport.post's extra headers).
+ */
+export function anthropicAuth(key: string | undefined, version: string): UpstreamAuth {
+  const headers: Record<string, string> = { 'anthropic-version': version };
+  if (key) headers['x-api-key'] = key;
+  Object.freeze(headers);
   return { headers: () => headers };
 }

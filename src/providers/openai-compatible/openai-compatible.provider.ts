@@ -18,13 +18,14 @@ import {
 import { chatChunks } from './chat-chunks';
 
 /** OpenAI's endpoints, under the provider's base_url (`…/v1`). */
-const PATHS: Record<UpstreamOperation, string> = {
+const PATHS: Record<Exclude<UpstreamOperation, 'count_tokens'>, string> = {
   chat: '/chat/completions',
   chat_stream: '/chat/completions',
   transcription: '/audio/transcriptions',
   speech: '/audio/speech',
 };
-const openAiPath = (operation: UpstreamOperation): string => PATHS[operation];
+// OpenAI has no token-count endpoint: this provider never asks for one.
+const openAiPath = (operation: UpstreamOperation): string => PATHS[operation as Exclude<UpstreamOperation, 'count_tokens'>];
 
 /** OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches. */
 export class OpenAiCompatibleProvider implements UpstreamProvider {

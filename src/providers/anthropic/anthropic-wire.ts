@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import type { ChatUsage } from '../chat-contract';
+
+/**
+ * Anthropic's Messages API on the wire (https://docs.anthropic.com/en/api/messages and /messages-streaming), in
+ * one place for both sides that speak it: the Messages route (the gateway as Anthropic, src/messages/) and the
+ * `anthropic` provider (the gateway as Anthropic's client). Fields are optional where Anthropic leaves them out
+ * and unknown fields are kept: readers of upstream data still check what they read.
+ */
+
+/** The API version the gateway speaks when the client named none (`anthropic-version`). */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+/** An Anthropic-style object id: `msg_…` for messages, `toolu_…` for a tool call that has none. */
+export function newId(prefix: 'msg' | 'toolu'): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** Why a message stopped: Anthropic's stop_reason values. */
+export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded';
+
+export interface MessageStop {
+  stop_reason: StopReason;
+  stop_sequence: string | null;
+}
+
+/** Anthropic's usage block; what the Messages API reports of every request. */
+export interface MessageUsage {
+  /** The input tokens that were neither read from nor written to the cache. */
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+  /** The cache writes by TTL (their sum is cache_creation_input_tokens), when the upstream tells them apart. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  [extra: string]: unknown;
+}
+
+/** One block of a message's content: text, thinking, redacted_thinking, tool_use (and the client's image, tool_result, document). */
+export interface ContentBlock {
+  type: string;
+  text?: string;
+  thinking?: string;
+  signature?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+  [extra: string]: unknown;
+}
+
+/** A Message: the answer to a request that did not stream, and the `message` of a stream's message_start. */
+export interface AnthropicMessage {
+  id?: string;
+  type?: 'message';
+  role?: 'assistant';
+  model?: string;
+  content?: ContentBlock[];
+  stop_reason?: StopReason | null;
+  stop_sequence?: string | null;
+  usage?: Partial<MessageUsage>;
+  [extra: string]: unknown;
+}
+
+/** A Messages request body (the client's, passed through; or the provider's translation of a chat request). */
+export type AnthropicRequest = Record<string, unknown> & { model: string; max_tokens: number; messages: unknown[] };
+
+/**
+ * Anthropic's usage in chat's token classes (DESIGN.md section 11): the prompt is every input token, cache reads
+ * and writes included; cache reads are `cached_tokens`, cache writes `cache_write_tokens`, of which the 1-hour ones
+ * are `cache_write_1h_tokens` (always present: this upstream tells the TTLs apart, 0 when it wrote none for an hour).
+ * A count that is missing or not a whole number reads 0; billing's tokenUsageOf checks the totals again.
+ */
+export function chatUsageOfMessage(usage: Partial<MessageUsage> | undefined): ChatUsage {
+  const input = count(usage?.input_tokens);
+  const cacheRead = count(usage?.cache_read_input_tokens);
+  const cacheWrite = count(usage?.cache_creation_input_tokens);
+  const cacheWrite1h = count(usage?.cache_creation?.ephemeral_1h_input_tokens);
+  const output = count(usage?.output_tokens);
+  const prompt = input + cacheRead + cacheWrite;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: output,
+    total_tokens: prompt + output,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite, cache_write_1h_tokens: Math.min(cacheWrite1h, cacheWrite) },
+  };
+}
+
+/**
+ * A stream's usage so far: message_start's, with what message_delta adds. message_delta's counts are cumulative
+ * (https://docs.anthropic.com/en/api/messages-streaming): its output_tokens is the total, and input counts it
+ * carries replace message_start's.
+ */
+export function mergedUsage(start: Partial<MessageUsage> | undefined, delta: Partial<MessageUsage> | undefined): Partial<MessageUsage> {
+  const merged: Partial<MessageUsage> = { ...start };
+  if (delta) for (const [name, value] of Object.entries(delta)) if (value !== null && value !== undefined) merged[name] = value;
+  return merged;
+}
+
+/** Anthropic's stop_reason as chat's finish_reason. */
+export function finishReasonOf(stopReason: unknown): string {
+  switch (stopReason) {
+    case 'tool_use':
+      return 'tool_calls';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
+}

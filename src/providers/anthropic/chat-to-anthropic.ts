@@ -1,0 +1,204 @@
+import type { CatalogEntry } from '../../config/gateway-config.schema';
+import { UpstreamFailure } from '../upstream-failure';
+import type { ChatRequestBody } from '../upstream-provider';
+import { AnthropicRequest, ContentBlock } from './anthropic-wire';
+
+type Json = Record<string, unknown>;
+type Turn = { role: 'user' | 'assistant'; content: ContentBlock[] };
+
+/** Anthropic's extended thinking needs a budget of at least 1,024 tokens, below max_tokens. */
+const MIN_THINKING_BUDGET = 1024;
+/** chat's reasoning_effort as a thinking budget (DESIGN.md section 11); `minimal` and `none` turn thinking off. */
+const THINKING_BUDGET: Record<string, number> = { low: 2048, medium: 8192, high: 24576, xhigh: 32768 };
+/** Anthropic's temperature runs from 0 to 1, OpenAI's from 0 to 2. */
+const MAX_TEMPERATURE = 1;
+
+/**
+ * A chat completion request as a Messages request (DESIGN.md section 11, docs/configuration.md "anthropic"):
+ * system and developer messages into `system`, the conversation into alternating user and assistant turns
+ * (tool calls as tool_use blocks, tool results as tool_result blocks of the next user turn), images, function
+ * tools, tool_choice, stop, the output limit (required upstream: the body's, else the model's
+ * max_output_tokens), temperature, top_p, user, and reasoning_effort as a thinking budget. What chat asks and
+ * Anthropic cannot do (`n` > 1) is a 400 before any upstream call. Fields that only tune OpenAI's models
+ * (seed, penalties, logprobs, response_format) are not sent.
+ */
+export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): AnthropicRequest {
+  if (typeof body.n === 'number' && body.n > 1) {
+    throw new UpstreamFailure('rejected', `n: ${body.n} asks for several answers; Anthropic's models give one per request.`, 400);
+  }
+  const system: ContentBlock[] = [];
+  const turns: Turn[] = [];
+  for (const message of Array.isArray(body.messages) ? body.messages : []) appendMessage(system, turns, message as Json);
+  const maxTokens = outputLimit(body, model);
+  const request: AnthropicRequest = { model: body.model, max_tokens: maxTokens, messages: turns };
+  if (system.length > 0) request.system = system;
+  const tools = anthropicTools(body.tools);
+  if (tools.length > 0) {
+    request.tools = tools;
+    const choice = anthropicToolChoice(body.tool_choice, body.parallel_tool_calls);
+    if (choice === 'none') delete request.tools;
+    else if (choice) request.tool_choice = choice;
+  }
+  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s) => typeof s === 'string' && s !== '') : [];
+  if (stop.length > 0) request.stop_sequences = stop;
+  const thinking = thinkingFor(body.reasoning_effort, maxTokens);
+  if (thinking) request.thinking = thinking;
+  // Anthropic refuses temperature and top_p other than their defaults with thinking on.
+  if (!thinking && typeof body.temperature === 'number') request.temperature = Math.min(body.temperature, MAX_TEMPERATURE);
+  if (!thinking && typeof body.top_p === 'number') request.top_p = body.top_p;
+  if (typeof body.user === 'string' && body.user !== '') request.metadata = { user_id: body.user };
+  if (body.stream === true) request.stream = true;
+  return request;
+}
+
+/** The output limit: what the gateway or the client set (max_completion_tokens, else max_tokens), else the model's. */
+function outputLimit(body: ChatRequestBody, model: CatalogEntry): number {
+  for (const value of [body.max_completion_tokens, body.max_tokens]) if (typeof value === 'number' && value >= 1) return value;
+  return model.max_output_tokens ?? 4096;
+}
+
+function thinkingFor(effort: unknown, maxTokens: number): Json | undefined {
+  const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
+  if (wanted === undefined) return undefined;
+  const budget = Math.min(wanted, maxTokens - 1);
+  return budget >= MIN_THINKING_BUDGET ? { type: 'enabled', budget_tokens: budget } : undefined;
+}
+
+function appendMessage(system: ContentBlock[], turns: Turn[], message: Json): void {
+  switch (message.role) {
+    case 'system':
+    case 'developer': {
+      const text = textOf(message.content);
+      if (text !== '') system.push({ type: 'text', text });
+      return;
+    }
+    case 'assistant':
+      return appendTurn(turns, 'assistant', assistantBlocks(message));
+    case 'tool':
+      return appendTurn(turns, 'user', [{ type: 'tool_result', tool_use_id: String(message.tool_call_id ?? ''), content: textOf(message.content) }]);
+    case 'function':
+      // The legacy function role carries no call id: its result cannot be tied to a tool_use block.
+      return appendTurn(turns, 'user', [{ type: 'text', text: textOf(message.content) }]);
+    default:
+      return appendTurn(turns, 'user', userBlocks(message.content));
+  }
+}
+
+/** Anthropic wants user and assistant turns to alternate: consecutive messages of one role join one turn. */
+function appendTurn(turns: Turn[], role: Turn['role'], blocks: ContentBlock[]): void {
+  if (blocks.length === 0) return;
+  const last = turns[turns.length - 1];
+  if (last?.role !== role) {
+    turns.push({ role, content: blocks });
+    return;
+  }
+  last.content.push(...blocks);
+  // Tool results lead their user turn, as Anthropic requires (a stable sort keeps each group's order).
+  if (role === 'user') last.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
+}
+
+function userBlocks(content: unknown): ContentBlock[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) return [];
+  const blocks: ContentBlock[] = [];
+  for (const part of content as Json[]) {
+    if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '') blocks.push({ type: 'text', text: part.text });
+    else if (part?.type === 'image_url') {
+      const image = imageBlock(part.image_url);
+      if (image) blocks.push(image);
+    }
+  }
+  return blocks;
+}
+
+/** A chat image part: a `data:` URL as base64, any other URL as a url source. */
+function imageBlock(imageUrl: unknown): ContentBlock | null {
+  const url = typeof imageUrl === 'string' ? imageUrl : typeof (imageUrl as Json)?.url === 'string' ? ((imageUrl as Json).url as string) : '';
+  if (url === '') return null;
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
+  return { type: 'image', source: { type: 'url', url } };
+}
+
+function assistantBlocks(message: Json): ContentBlock[] {
+  const blocks: ContentBlock[] = [];
+  const text = textOf(message.content);
+  if (text !== '') blocks.push({ type: 'text', text });
+  for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
+    const fn = (call?.function ?? {}) as Json;
+    blocks.push({ type: 'tool_use', id: String(call?.id ?? ''), name: String(fn.name ?? ''), input: inputOf(fn.arguments) });
+  }
+  return blocks;
+}
+
+/** A tool call's arguments as the object Anthropic's tool_use input must be; `{}` when they are not one. */
+function inputOf(args: unknown): Json {
+  if (typeof args !== 'string' || args.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(args);
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Json) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A message's text: a string, or its text parts joined. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as Json[])
+    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join('');
+}
+
+function anthropicTools(tools: unknown): Json[] {
+  if (!Array.isArray(tools)) return [];
+  const out: Json[] = [];
+  for (const tool of tools as Json[]) {
+    if (tool?.type !== 'function') continue;
+    const fn = (tool.function ?? {}) as Json;
+    const schema = fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : { type: 'object', properties: {} };
+    out.push({ name: String(fn.name ?? ''), ...(typeof fn.description === 'string' && { description: fn.description }), input_schema: schema });
+  }
+  return out;
+}
+
+/** chat's tool_choice as Anthropic's; 'none' says to send no tools (older models refuse `{type: "none"}`). */
+function anthropicToolChoice(choice: unknown, parallel: unknown): Json | 'none' | undefined {
+  const disable = parallel === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === 'none') return 'none';
+  if (choice === 'required') return { type: 'any', ...disable };
+  if (choice && typeof choice === 'object') {
+    const name = ((choice as Json).function as Json | undefined)?.name;
+    if (typeof name === 'string') return { type: 'tool', name, ...disable };
+  }
+  return parallel === false ? { type: 'auto', ...disable } : undefined;
+}
+
+/**
+ * `auto_cache` (DESIGN.md section 11): a request that carries no `cache_control` anywhere gets breakpoints on
+ * its last tool, its last system block and the last content block of its last message (three, within
+ * Anthropic's four). A string system or content becomes one text block to carry it. The request is copied
+ * along the marked paths: a client's body, kept for another deployment, is not changed.
+ */
+export function withCacheBreakpoints(request: Json): Json {
+  if (JSON.stringify(request).includes('"cache_control"')) return request;
+  const marked = { ...request };
+  const mark = (blocks: unknown[]): unknown[] => {
+    const copy = [...blocks];
+    const last = copy[copy.length - 1];
+    if (last && typeof last === 'object' && !Array.isArray(last)) copy[copy.length - 1] = { ...last, cache_control: { type: 'ephemeral' } };
+    return copy;
+  };
+  if (Array.isArray(request.tools) && request.tools.length > 0) marked.tools = mark(request.tools);
+  const system = typeof request.system === 'string' && request.system !== '' ? [{ type: 'text', text: request.system }] : request.system;
+  if (Array.isArray(system) && system.length > 0) marked.system = mark(system);
+  const messages = Array.isArray(request.messages) ? request.messages : [];
+  const last = messages[messages.length - 1] as Json | undefined;
+  if (last && typeof last === 'object') {
+    const content = typeof last.content === 'string' && last.content !== '' ? [{ type: 'text', text: last.content }] : last.content;
+    if (Array.isArray(content) && content.length > 0) marked.messages = [...messages.slice(0, -1), { ...last, content: mark(content) }];
+  }
+  return marked;
+}

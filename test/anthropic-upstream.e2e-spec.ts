@@ -1,0 +1,405 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { DataSource } from 'typeorm';
+import { AdminClient } from './support/admin-client';
+import { classPriceFields, moneyOf, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
+import { costMicrosByClass } from './support/cost-oracle';
+import { AnthropicUsage, FakeAnthropic } from './support/fake-anthropic';
+import { anthropic, postMessages } from './support/messages-support';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
+
+/**
+ * The `anthropic` provider (issue 33, DESIGN.md section 11) against the fake Anthropic upstream, through the official
+ * SDKs: Messages passed through (body, headers, blocks, events), chat and Responses translated, every cache class
+ * charged at its own price, retries on 529, errors passed through, auto_cache, count_tokens.
+ */
+const KEY_ENV = 'ANTHROPIC_UPSTREAM_TEST_KEY';
+/** Claude Sonnet's prices: cache reads 0.1×, 5-minute writes 1.25×, 1-hour writes 2× the input price. */
+const PRICES = { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 6 };
+const CLAUDE: PricedModel = { id: 'claude', ...PRICES, maxOutput: 8192 };
+const CACHED: PricedModel = { id: 'claude-auto-cache', ...PRICES, maxOutput: 8192 };
+const FAILOVER: PricedModel = { id: 'claude-failover', ...PRICES, maxOutput: 8192 };
+
+function catalogEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
+  return {
+    id: m.id,
+    kind: 'chat',
+    input_price_per_million: m.input,
+    output_price_per_million: m.output,
+    ...classPriceFields(m),
+    max_output_tokens: m.maxOutput,
+    ...extra,
+  };
+}
+
+describe('anthropic upstream', () => {
+  let fake: FakeAnthropic, second: FakeAnthropic, gw: TestApp, admin: AdminClient, db: DataSource;
+
+  beforeAll(async () => {
+    process.env[KEY_ENV] = 'sk-ant-fake-key';
+    fake = await new FakeAnthropic().start();
+    second = await new FakeAnthropic().start();
+    gw = await startTestApp({
+      config: (raw: RawConfig) => {
+        raw.providers.claude = { type: 'anthropic', base_url: fake.url, api_key_env: KEY_ENV, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
+        raw.providers.claude2 = { type: 'anthropic', base_url: second.url, api_key_env: KEY_ENV, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
+        raw.catalog.push(catalogEntry(CLAUDE, { provider: 'claude', upstream_model: 'claude-sonnet-4-6' }));
+        raw.catalog.push(catalogEntry(CACHED, { provider: 'claude', upstream_model: 'claude-sonnet-4-6', auto_cache: true }));
+        raw.catalog.push(
+          catalogEntry(FAILOVER, {
+            deployments: [
+              { provider: 'claude', upstream_model: 'claude-sonnet-4-6', priority: 0 },
+              { provider: 'claude2', upstream_model: 'claude-opus-4-6', priority: 1 },
+            ],
+          }),
+        );
+        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
+      },
+    });
+    admin = new AdminClient(gw.url);
+    db = gw.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await fake?.close();
+    await second?.close();
+  });
+  beforeEach(() => {
+    fake.resetState();
+    second.resetState();
+  });
+
+  /** The usage the fake answered with, as a ClassTokens of the cost oracle. */
+  function classTokens(usage: AnthropicUsage) {
+    const cacheWrite = usage.cache_creation_input_tokens;
+    return {
+      prompt: usage.input_tokens + usage.cache_read_input_tokens + cacheWrite,
+      completion: usage.output_tokens,
+      cached: usage.cache_read_input_tokens,
+      cacheWrite,
+      cacheWrite1h: usage.cache_creation.ephemeral_1h_input_tokens,
+    };
+  }
+
+  /** The charge is the fake's usage at the model's class prices, exactly; ledger = balance. */
+  async function expectCharged(accountId: string, usage: AnthropicUsage, startMicros = 10_000_000n) {
+    const expected = costMicrosByClass(PRICES, classTokens(usage));
+    const money = await moneyOf(db, accountId);
+    expect(money.charges.map((c) => c.amount)).toEqual([expected]);
+    expect(money.balance).toBe(startMicros - expected);
+    expect(money.ledgerSum).toBe(money.balance);
+    expect(money.reserved).toBe(0n);
+    return expected;
+  }
+
+  const cachedRequest = (ttl?: '1h'): Anthropic.MessageCreateParamsNonStreaming => ({
+    model: CLAUDE.id,
+    max_tokens: 1024,
+    system: [{ type: 'text', text: 'You are a careful assistant. '.repeat(40), cache_control: { type: 'ephemeral', ...(ttl && { ttl }) } }],
+    messages: [{ role: 'user', content: 'Say hello.' }],
+  });
+
+  describe('Messages in: passed through', () => {
+    it('sends the body as the client wrote it (model aside) with its anthropic-beta, and answers every block, thinking signature included', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: 'The answer.', thinking: { thinking: 'Let me think.', signature: 'sig-abc123' } };
+      const body = {
+        model: CLAUDE.id,
+        max_tokens: 2048,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        output_config: { effort: 'high' },
+        context_management: { edits: [] },
+        some_future_field: { kept: true },
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: [{ type: 'thinking', thinking: 'Earlier.', signature: 'sig-old' }, { type: 'text', text: 'Hello' }] },
+          { role: 'user', content: [{ type: 'text', text: 'Go on', cache_control: { type: 'ephemeral' } }] },
+        ],
+      };
+      const client = anthropic(gw, key, { headers: { 'anthropic-beta': 'context-management-2025-06-27' } });
+      const message = (await client.messages.create(body as never)) as unknown as Record<string, any>;
+      const sent = fake.requests[0];
+      expect(sent.path).toBe('/v1/messages');
+      expect(sent.body).toEqual({ ...body, model: 'claude-sonnet-4-6' });
+      expect(sent.headers['anthropic-beta']).toBe('context-management-2025-06-27');
+      expect(sent.headers['x-api-key']).toBe('sk-ant-fake-key');
+      expect(sent.headers['anthropic-version']).toBeDefined();
+      expect(message.model).toBe(CLAUDE.id);
+      expect(message.content).toEqual(sent.answered!.content);
+      expect(message.content[0]).toEqual({ type: 'thinking', thinking: 'Let me think.', signature: 'sig-abc123' });
+      expect(message.usage).toMatchObject({ cache_creation: sent.answered!.usage.cache_creation });
+      await expectCharged(accountId, sent.answered!.usage);
+    });
+
+    it('relays the stream event by event (model relabelled), and charges what the JSON answer costs', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: 'Streamed words here.', thinking: { thinking: 'Hmm, let me see.', signature: 'sig-stream' }, toolUses: [{ id: 'toolu_1', name: 'lookup', input: { q: 'x' } }] };
+      const tools = [{ name: 'lookup', description: 'Look up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }];
+      const res = await postMessages(gw, key, { model: CLAUDE.id, max_tokens: 2048, stream: true, tools, messages: [{ role: 'user', content: 'Find x' }] });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      const names = [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+      expect(names[0]).toBe('message_start');
+      expect(names).toContain('ping');
+      expect(names.at(-1)).toBe('message_stop');
+      expect(text).toContain('"signature_delta"');
+      expect(text).toContain('"input_json_delta"');
+      expect(text).toMatch(/"model":"claude"/);
+      expect(text).not.toContain('claude-sonnet-4-6');
+      const streamed = fake.requests[0].answered!.usage;
+      const streamCost = await expectCharged(accountId, streamed);
+
+      // The same request answered as JSON costs the same.
+      const other = await admin.createAccount({ creditsUsd: '10' });
+      const json = await postMessages(gw, other.key, { model: CLAUDE.id, max_tokens: 2048, tools, messages: [{ role: 'user', content: 'Find x' }] });
+      expect(json.status).toBe(200);
+      expect(await expectCharged(other.accountId, fake.requests[1].answered!.usage)).toBe(streamCost);
+    });
+
+    it('charges cache reads, 5-minute and 1-hour writes each at its own price, exactly, JSON and streamed', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      const client = anthropic(gw, key);
+      let start = 10_000_000n;
+      const charged = async (index: number) => {
+        const usage = fake.requests[index].answered!.usage;
+        const cost = costMicrosByClass(PRICES, classTokens(usage));
+        const money = await moneyOf(db, accountId);
+        expect(money.charges.at(-1)!.amount).toBe(cost);
+        expect(money.balance).toBe(start - cost);
+        expect(money.ledgerSum).toBe(money.balance);
+        start = money.balance;
+        return usage;
+      };
+      await client.messages.create(cachedRequest('1h'));
+      const write1h = await charged(0);
+      expect(write1h.cache_creation.ephemeral_1h_input_tokens).toBeGreaterThan(0);
+      const events = await client.messages.create({ ...cachedRequest('1h'), stream: true });
+      for await (const _ of events) void _;
+      const read = await charged(1);
+      expect(read.cache_read_input_tokens).toBeGreaterThan(0);
+      fake.cache.clear();
+      await client.messages.create(cachedRequest());
+      const write5m = await charged(2);
+      expect(write5m.cache_creation.ephemeral_5m_input_tokens).toBeGreaterThan(0);
+      const rows = await waitForUsageRows(db, accountId, 3);
+      expect(rows.map((r) => [r.cached_tokens, r.cache_write_tokens, r.cache_write_1h_tokens])).toEqual([
+        [0, write1h.cache_creation_input_tokens, write1h.cache_creation.ephemeral_1h_input_tokens],
+        [read.cache_read_input_tokens, 0, 0],
+        [0, write5m.cache_creation_input_tokens, 0],
+      ]);
+    });
+
+    it('serves a 529 on the first deployment from the second, charged once', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.failNext('status529');
+      const message = await anthropic(gw, key).messages.create({ model: FAILOVER.id, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] });
+      expect(message.content[0]).toMatchObject({ type: 'text', text: FakeAnthropic.defaultReply().text });
+      expect(fake.requests).toHaveLength(1);
+      expect(second.requests).toHaveLength(1);
+      expect(second.requests[0].body.model).toBe('claude-opus-4-6');
+      await expectCharged(accountId, second.requests[0].answered!.usage);
+    });
+
+    it('passes a 400 through with Anthropic\'s message, charging nothing and trying no other deployment', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.failureMessage = 'messages.0.content: the thinking block is malformed';
+      fake.failNext('status400');
+      const err = (await anthropic(gw, key)
+        .messages.create({ model: FAILOVER.id, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] })
+        .catch((e) => e)) as InstanceType<typeof Anthropic.APIError>;
+      expect(err.status).toBe(400);
+      expect(err.message).toContain('the thinking block is malformed');
+      expect(second.requests).toHaveLength(0);
+      const money = await moneyOf(db, accountId);
+      expect(money).toMatchObject({ balance: 10_000_000n, reserved: 0n, charges: [] });
+      const [row] = await waitForUsageRows(db, accountId, 1);
+      expect(row).toMatchObject({ status: 400, error_code: 'upstream_rejected', cost_micros: '0' });
+    });
+
+    it('ends a stream cut after its first bytes with an error event, charging nothing', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: 'one two three four five six seven eight nine ten' };
+      fake.faultAfterEvents = 4;
+      fake.failNext('cutStream');
+      const res = await postMessages(gw, key, { model: CLAUDE.id, max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Count' }] });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain('event: message_start');
+      expect(text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error"/);
+      expect(text).not.toContain('message_stop');
+      expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, reserved: 0n, charges: [] });
+    });
+
+    it('forwards count_tokens to Anthropic, uncharged', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      const body = cachedRequest();
+      const { max_tokens: _limit, ...counted } = body;
+      const answer = await anthropic(gw, key).messages.countTokens(counted);
+      expect(answer.input_tokens).toBe(FakeAnthropic.countInputTokens({ ...counted, model: 'claude-sonnet-4-6' }));
+      expect(fake.requests[0].path).toBe('/v1/messages/count_tokens');
+      expect(fake.requests[0].body.model).toBe('claude-sonnet-4-6');
+      expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, charges: [] });
+    });
+
+    it('auto_cache puts breakpoints on the last tool, system block and message block of a request that has none', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '10' });
+      const tools = [
+        { name: 'a', input_schema: { type: 'object' as const } },
+        { name: 'b', input_schema: { type: 'object' as const } },
+      ];
+      await anthropic(gw, key).messages.create({ model: CACHED.id, max_tokens: 100, system: 'Be brief.', tools, messages: [{ role: 'user', content: 'Hi' }] });
+      const sent = fake.requests[0].body;
+      expect(sent.tools[1].cache_control).toEqual({ type: 'ephemeral' });
+      expect(sent.tools[0].cache_control).toBeUndefined();
+      expect(sent.system).toEqual([{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }]);
+      expect(sent.messages[0].content).toEqual([{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }]);
+      expect(fake.requests[0].answered!.usage.cache_creation_input_tokens).toBeGreaterThan(0);
+
+      // A request with breakpoints of its own is sent as it is.
+      await anthropic(gw, key).messages.create({ ...cachedRequest(), model: CACHED.id });
+      expect(fake.requests[1].body.messages[0].content).toBe('Say hello.');
+    });
+
+    it('never spends past the credits under 20 concurrent requests', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '0.05' });
+      fake.reply = { text: 'word '.repeat(50).trim() };
+      const client = anthropic(gw, key);
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, () => client.messages.create({ model: CLAUDE.id, max_tokens: 1000, messages: [{ role: 'user', content: 'Talk' }] })),
+      );
+      const served = results.filter((r) => r.status === 'fulfilled').length;
+      const refused = results.filter((r) => r.status === 'rejected');
+      expect(served).toBeGreaterThan(0);
+      for (const r of refused) expect((r as PromiseRejectedResult).reason.status).toBe(402);
+      const money = await moneyOf(db, accountId);
+      expect(money.balance).toBeGreaterThanOrEqual(0n);
+      expect(money.reserved).toBe(0n);
+      expect(money.charges).toHaveLength(served);
+      expect(money.ledgerSum).toBe(money.balance);
+    });
+  });
+
+  describe('chat and Responses in: translated', () => {
+    const tools = [{ type: 'function' as const, function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+
+    it('translates a chat request with system, tools and tool results, and answers tool calls and reasoning', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: 'Checking.', thinking: { thinking: 'Need weather.', signature: 'sig' }, toolUses: [{ id: 'toolu_9', name: 'get_weather', input: { city: 'Paris' } }] };
+      const answer = await sdk(gw, key).chat.completions.create({
+        model: CLAUDE.id,
+        reasoning_effort: 'low',
+        max_completion_tokens: 4000,
+        tools,
+        tool_choice: 'required',
+        stop: ['END'],
+        messages: [
+          { role: 'system', content: 'Be helpful.' },
+          { role: 'user', content: 'Weather in Rome?' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+          { role: 'user', content: 'And Paris?' },
+        ],
+      });
+      const sent = fake.requests[0].body;
+      expect(sent).toMatchObject({
+        model: 'claude-sonnet-4-6',
+        max_tokens: 4000,
+        system: [{ type: 'text', text: 'Be helpful.' }],
+        tools: [{ name: 'get_weather', description: 'Weather', input_schema: tools[0].function.parameters }],
+        tool_choice: { type: 'any' },
+        stop_sequences: ['END'],
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+      });
+      expect(sent.messages).toEqual([
+        { role: 'user', content: [{ type: 'text', text: 'Weather in Rome?' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Rome' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'Sunny' }, { type: 'text', text: 'And Paris?' }] },
+      ]);
+      const choice = answer.choices[0];
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.content).toBe('Checking.');
+      expect((choice.message as any).reasoning_content).toBe('Need weather.');
+      expect(choice.message.tool_calls).toEqual([{ id: 'toolu_9', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+      const usage = fake.requests[0].answered!.usage;
+      expect(answer.usage).toMatchObject({ prompt_tokens: usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens, completion_tokens: usage.output_tokens });
+      expect(answer.model).toBe(CLAUDE.id);
+      await expectCharged(accountId, usage);
+    });
+
+    it('streams a translated chat answer: content, tool-argument deltas and the usage chunk, charged as the JSON answer', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: 'Let me check the weather.', toolUses: [{ id: 'toolu_5', name: 'get_weather', input: { city: 'Oslo' } }] };
+      const stream = await sdk(gw, key).chat.completions.create({ model: CLAUDE.id, stream: true, stream_options: { include_usage: true }, tools, messages: [{ role: 'user', content: 'Oslo?' }] });
+      let content = '';
+      let args = '';
+      let finish: string | null = null;
+      let usage: any = null;
+      let toolName = '';
+      for await (const chunk of stream) {
+        const choice = chunk.choices[0];
+        content += choice?.delta?.content ?? '';
+        for (const call of choice?.delta?.tool_calls ?? []) {
+          toolName += call.function?.name ?? '';
+          args += call.function?.arguments ?? '';
+        }
+        finish = choice?.finish_reason ?? finish;
+        if (chunk.usage) usage = chunk.usage;
+      }
+      expect(content).toBe('Let me check the weather.');
+      expect(toolName).toBe('get_weather');
+      expect(JSON.parse(args)).toEqual({ city: 'Oslo' });
+      expect(finish).toBe('tool_calls');
+      const answered = fake.requests[0].answered!.usage;
+      expect(usage).toMatchObject({ completion_tokens: answered.output_tokens, prompt_tokens_details: { cached_tokens: 0 } });
+      expect(fake.requests[0].body.max_tokens).toBe(CLAUDE.maxOutput);
+      await expectCharged(accountId, answered);
+    });
+
+    it('reports cache reads and writes to chat clients as cached_tokens and cache_write_tokens', async () => {
+      const { key } = await admin.createAccount({ creditsUsd: '10' });
+      const client = sdk(gw, key);
+      const ask = () => client.chat.completions.create({ model: CACHED.id, messages: [{ role: 'system', content: 'Long rules. '.repeat(30) }, { role: 'user', content: 'Hi' }] });
+      const first = await ask();
+      const written = fake.requests[0].answered!.usage.cache_creation_input_tokens;
+      expect(written).toBeGreaterThan(0);
+      expect((first.usage as any).prompt_tokens_details).toMatchObject({ cached_tokens: 0, cache_write_tokens: written });
+      const second = await ask();
+      expect(second.usage!.prompt_tokens_details!.cached_tokens).toBe(fake.requests[1].answered!.usage.cache_read_input_tokens);
+      expect(second.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(0);
+    });
+
+    it('serves the Responses API, JSON and streamed, with a function call', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.reply = { text: '', toolUses: [{ id: 'toolu_r', name: 'get_weather', input: { city: 'Lima' } }] };
+      const client = sdk(gw, key);
+      const rtools = [{ type: 'function' as const, name: 'get_weather', parameters: tools[0].function.parameters, strict: false }];
+      const response = await client.responses.create({ model: CLAUDE.id, instructions: 'Be brief.', input: 'Lima?', tools: rtools });
+      expect(response.output.find((item) => item.type === 'function_call')).toMatchObject({ name: 'get_weather', arguments: '{"city":"Lima"}', call_id: 'toolu_r' });
+      expect(fake.requests[0].body.system).toEqual([{ type: 'text', text: 'Be brief.' }]);
+      await expectCharged(accountId, fake.requests[0].answered!.usage);
+
+      fake.reply = { text: 'Sunny in Lima.' };
+      const events = await client.responses.create({ model: CLAUDE.id, input: 'Lima?', stream: true });
+      let text = '';
+      let completed: any = null;
+      for await (const event of events) {
+        if (event.type === 'response.output_text.delta') text += event.delta;
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      expect(text).toBe('Sunny in Lima.');
+      expect(completed.usage.output_tokens).toBe(fake.requests[1].answered!.usage.output_tokens);
+    });
+
+    it('passes an upstream 400 through as 400 upstream_rejected, charging nothing', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.failureMessage = 'max_tokens: 999999 > 64000, which is the maximum allowed';
+      fake.failNext('status400');
+      const err = await sdk(gw, key)
+        .chat.completions.create({ model: CLAUDE.id, messages: [{ role: 'user', content: 'Hi' }] })
+        .catch((e) => e);
+      expect(err.status).toBe(400);
+      expect(err.error).toMatchObject({ code: 'upstream_rejected', message: expect.stringContaining('which is the maximum allowed') });
+      expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, charges: [] });
+    });
+  });
+});
