@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdminClient } from './support/admin-client';
 import { ClientCapture, startClientCapture } from './support/client-capture';
+import { FakeAnthropic } from './support/fake-anthropic';
 import { OwnGateway, startOwnGateway } from './support/own-gateway';
 
 /**
@@ -53,12 +54,32 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
   let key: string;
   let work: string;
   let secretFile: string;
+  /** An `anthropic` upstream for the catalog model `claude-native` (issue 33). */
+  let anthropicFake: FakeAnthropic;
 
   beforeAll(async () => {
     for (const binary of [CLAUDE, CODEX]) {
       if (!existsSync(binary)) throw new Error(`${binary} is missing: install the real clients with \`npm ci --prefix test/clients\` (.ci/run does).`);
     }
-    gateway = await startOwnGateway();
+    anthropicFake = await new FakeAnthropic().start();
+    gateway = await startOwnGateway({
+      env: { FAKE_ANTHROPIC_KEY: anthropicFake.apiKey },
+      config: (raw) => {
+        raw.providers.anthropic = { type: 'anthropic', base_url: anthropicFake.url, api_key_env: 'FAKE_ANTHROPIC_KEY' };
+        raw.catalog.push({
+          id: 'claude-native',
+          kind: 'chat',
+          provider: 'anthropic',
+          upstream_model: 'claude-sonnet-4-6',
+          input_price_per_million: 3,
+          cached_input_price_per_million: 0.3,
+          cache_write_price_per_million: 3.75,
+          cache_write_1h_price_per_million: 6,
+          output_price_per_million: 15,
+          max_output_tokens: 64000,
+        });
+      },
+    });
     capture = await startClientCapture(gateway.url);
     ({ key } = await new AdminClient(gateway.url).createAccount({ creditsUsd: '5' }));
     work = mkdtempSync(join(tmpdir(), 'real-clients-'));
@@ -69,6 +90,7 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
   afterAll(async () => {
     await capture?.close();
     await gateway?.stop();
+    await anthropicFake?.close();
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
@@ -92,9 +114,28 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
   }
 
   describe('Claude Code', () => {
-    function claude(prompt: string, auth: Record<string, string>): Promise<CliRun> {
-      return runCli(CLAUDE, ['-p', prompt, '--model', 'dev-echo'], { HOME: freshHome('claude'), ANTHROPIC_BASE_URL: capture.url, ...auth }, work);
+    function claude(prompt: string, auth: Record<string, string>, model = 'dev-echo'): Promise<CliRun> {
+      return runCli(CLAUDE, ['-p', prompt, '--model', model], { HOME: freshHome('claude'), ANTHROPIC_BASE_URL: capture.url, ...auth }, work);
     }
+
+    it('runs against an `anthropic` model: its body reaches Anthropic as sent, cache_control and thinking intact (issue 33)', async () => {
+      anthropicFake.resetState();
+      anthropicFake.reply = { text: 'Hello from Claude through the gateway.' };
+      const run = await claude('say hi to Claude', { ANTHROPIC_AUTH_TOKEN: key }, 'claude-native');
+      const sent = exchangesOn('/v1/messages', run).filter((e) => e.body?.model === 'claude-native');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('Hello from Claude through the gateway.');
+      const upstream = anthropicFake.requests.filter((r) => r.path === '/v1/messages');
+      expect(upstream.length).toBeGreaterThan(0);
+      expect(upstream.length).toBe(sent.length);
+      // What Claude Code sent, as Anthropic got it: only the model differs; no ignored-params header on this path.
+      const [first] = sent;
+      expect(upstream[0].body).toEqual({ ...first.body, model: 'claude-sonnet-4-6' });
+      expect(upstream[0].rawBody).toContain('"cache_control"');
+      expect(upstream[0].body.thinking).toEqual(first.body.thinking);
+      expect(upstream[0].headers['anthropic-beta']).toBe(first.headers['anthropic-beta']);
+      expect(first.responseHeaders[HEADER]).toBeUndefined();
+    }, 150_000);
 
     it.each([
       ['ANTHROPIC_AUTH_TOKEN', 'authorization'],

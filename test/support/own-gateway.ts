@@ -8,6 +8,8 @@ import { defaultRawConfig, RawConfig, TEST_ADMIN_TOKEN, testDatabaseUrl } from '
 export interface OwnGatewayOptions {
   /** Edits the default config (config/gateway.yaml, idle leases back after 100 ms as in startTestApp). */
   config?: (raw: RawConfig) => void;
+  /** More environment for the gateway (a provider's api_key_env). */
+  env?: Record<string, string>;
   /** REDIS_URL; none: the burst counters live in the gateway's process. */
   redisUrl?: string;
   /** LOG_LEVEL; `warn` unless given. */
@@ -39,6 +41,7 @@ export async function startOwnGateway(options: OwnGatewayOptions = {}): Promise<
     LOG_LEVEL: options.logLevel ?? 'warn',
   };
   if (options.redisUrl) env.REDIS_URL = options.redisUrl;
+  Object.assign(env, options.env);
   const gateway = new GatewayProcess({ name: 'gateway', env, logFile: join(dir, 'gateway.log') });
   try {
     return {
