@@ -230,6 +230,41 @@ describe('anthropic upstream', () => {
       expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, reserved: 0n, charges: [] });
     });
 
+    it('charges a stream the client left for its input by class (message_start) and what was produced', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      const client = anthropic(gw, key);
+      await client.messages.create(cachedRequest());
+      fake.reply = { text: 'word '.repeat(200).trim() };
+      fake.chunkDelayMs = 50;
+      const controller = new AbortController();
+      const res = await fetch(`${gw.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ ...cachedRequest(), stream: true }),
+        signal: controller.signal,
+      });
+      const reader = res.body!.getReader();
+      let seen = '';
+      while (!seen.includes('text_delta')) {
+        const { done, value } = await reader.read();
+        if (done) throw new Error(`the stream ended before its first text: ${seen}`);
+        seen += new TextDecoder().decode(value);
+      }
+      controller.abort();
+      await fake.waitFor(() => fake.aborted().length === 1);
+      const started = fake.requests[1].body;
+      expect(started.stream).toBe(true);
+      const rows = await waitForUsageRows(db, accountId, 2);
+      const read = fake.usageFor(fake.requests[1].body);
+      expect(rows[1]).toMatchObject({ streamed: true, cached_tokens: read.cache_read_input_tokens, prompt_tokens: read.input_tokens + read.cache_read_input_tokens });
+      expect(rows[1].completion_tokens).toBeGreaterThan(0);
+      expect(rows[1].completion_tokens).toBeLessThan(200);
+      const cost = costMicrosByClass(PRICES, { prompt: rows[1].prompt_tokens, completion: rows[1].completion_tokens, cached: rows[1].cached_tokens });
+      const money = await moneyOf(db, accountId);
+      expect(money.charges.at(-1)!.amount).toBe(cost);
+      expect(money.ledgerSum).toBe(money.balance);
+    });
+
     it('forwards count_tokens to Anthropic, uncharged', async () => {
       const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
       const body = cachedRequest();
