@@ -1,20 +1,6 @@
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
-import { MessageStop, MessageUsage, newId } from '../providers/anthropic/anthropic-wire';
-import { ChatChoice, ChatChunkChoice, ChatCompletion, ChatMessage } from '../providers/chat-contract';
-
-/**
- * Chat's finish_reason as Anthropic's stop_reason (DESIGN.md section 10). `stop_sequence` only when the
- * upstream names the matched string (vLLM's `choices[].stop_reason`); chat's own API does not say which.
- */
-export function stopOf(choice: ChatChoice | ChatChunkChoice | undefined): MessageStop {
-  const finishReason = choice?.finish_reason;
-  if (finishReason === 'tool_calls' || finishReason === 'function_call') return { stop_reason: 'tool_use', stop_sequence: null };
-  if (finishReason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
-  if (finishReason === 'stop' && typeof choice?.stop_reason === 'string' && choice.stop_reason !== '') {
-    return { stop_reason: 'stop_sequence', stop_sequence: choice.stop_reason };
-  }
-  return { stop_reason: 'end_turn', stop_sequence: null };
-}
+import { MessageUsage, newId, stopOf } from '../providers/anthropic/anthropic-wire';
+import { ChatCompletion, ChatMessage } from '../providers/chat-contract';
 
 /**
  * Chat's usage block in Anthropic's terms (DESIGN.md section 10): the cached and cache-write tokens are part

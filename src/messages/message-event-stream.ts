@@ -2,8 +2,8 @@ import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
 import { ChatChunk, ChatChunkChoice, ChatToolCallDelta, ChatUsage, NATIVE_EVENT, NativeEvent } from '../providers/chat-contract';
-import { newId } from '../providers/anthropic/anthropic-wire';
-import { emptyUsage, messageUsage, stopOf, toolInput } from './message-body';
+import { newId, stopOf } from '../providers/anthropic/anthropic-wire';
+import { emptyUsage, messageUsage, toolInput } from './message-body';
 
 /** The content block being written: text, or a tool call's input as JSON text (`args`: what was relayed of it). */
 type OpenBlock = { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; chatIndex: number | undefined; callId: string; args: string };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatUsage } from '../chat-contract';
+import type { ChatChoice, ChatChunkChoice, ChatUsage } from '../chat-contract';
 
 /**
  * Anthropic's Messages API on the wire (https://docs.anthropic.com/en/api/messages and /messages-streaming), in
@@ -96,7 +96,21 @@ export function mergedUsage(start: Partial<MessageUsage> | undefined, delta: Par
   return merged;
 }
 
-/** Anthropic's stop_reason as chat's finish_reason. */
+/**
+ * Chat's finish_reason as Anthropic's stop_reason (DESIGN.md section 10). `stop_sequence` only when the
+ * upstream names the matched string (vLLM's `choices[].stop_reason`); chat's own API does not say which.
+ */
+export function stopOf(choice: ChatChoice | ChatChunkChoice | undefined): MessageStop {
+  const finishReason = choice?.finish_reason;
+  if (finishReason === 'tool_calls' || finishReason === 'function_call') return { stop_reason: 'tool_use', stop_sequence: null };
+  if (finishReason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
+  if (finishReason === 'stop' && typeof choice?.stop_reason === 'string' && choice.stop_reason !== '') {
+    return { stop_reason: 'stop_sequence', stop_sequence: choice.stop_reason };
+  }
+  return { stop_reason: 'end_turn', stop_sequence: null };
+}
+
+/** Anthropic's stop_reason as chat's finish_reason (stopOf's way back). */
 export function finishReasonOf(stopReason: unknown): string {
   switch (stopReason) {
     case 'tool_use':
