@@ -18,6 +18,7 @@ import { MessagesModule } from './messages/messages.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { ModelsModule } from './models/models.module';
 import { ResponsesModule } from './responses/responses.module';
+import { StatementsModule } from './statements/statements.module';
 import { UsageModule } from './usage/usage.module';
 
 @Module({})
@@ -41,6 +42,7 @@ export class AppModule implements NestModule {
         AdminModule,
         HealthModule,
         DashboardModule,
+        StatementsModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: ApiKeyGuard },

@@ -75,18 +75,35 @@ export function separatesCacheWrite1h(block: unknown): boolean {
   return isObject(details) && details.cache_write_1h_tokens !== undefined;
 }
 
-/** The formula of `requestCost` on counts that fit their totals. */
-export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
+/** A request's cost by token class, in pico-USD, exactly: the terms of the formula of `requestCost` (statements show them). */
+export interface ClassPicos {
+  input: bigint;
+  cachedInput: bigint;
+  cacheWrite: bigint;
+  cacheWrite1h: bigint;
+  audioInput: bigint;
+  output: bigint;
+  audioOutput: bigint;
+}
+
+/** Each class's tokens at its price, on counts that fit their totals (the plain input and output: what the parts leave). */
+export function costPicosByClass(usage: TokenUsage, prices: TokenPrices): ClassPicos {
   const plainInput = usage.promptTokens - usage.cachedTokens - usage.cacheWriteTokens - usage.audioInputTokens;
-  const picos =
-    BigInt(plainInput) * prices.input +
-    BigInt(usage.cachedTokens) * prices.cachedInput +
-    BigInt(usage.cacheWriteTokens - usage.cacheWrite1hTokens) * prices.cacheWrite +
-    BigInt(usage.cacheWrite1hTokens) * prices.cacheWrite1h +
-    BigInt(usage.audioInputTokens) * prices.audioInput +
-    BigInt(usage.completionTokens - usage.audioOutputTokens) * prices.output +
-    BigInt(usage.audioOutputTokens) * prices.audioOutput;
-  return roundUpToMicros(picos);
+  return {
+    input: BigInt(plainInput) * prices.input,
+    cachedInput: BigInt(usage.cachedTokens) * prices.cachedInput,
+    cacheWrite: BigInt(usage.cacheWriteTokens - usage.cacheWrite1hTokens) * prices.cacheWrite,
+    cacheWrite1h: BigInt(usage.cacheWrite1hTokens) * prices.cacheWrite1h,
+    audioInput: BigInt(usage.audioInputTokens) * prices.audioInput,
+    output: BigInt(usage.completionTokens - usage.audioOutputTokens) * prices.output,
+    audioOutput: BigInt(usage.audioOutputTokens) * prices.audioOutput,
+  };
+}
+
+/** The formula of `requestCost` on counts that fit their totals: the classes' sum, rounded up once. */
+export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
+  const c = costPicosByClass(usage, prices);
+  return roundUpToMicros(c.input + c.cachedInput + c.cacheWrite + c.cacheWrite1h + c.audioInput + c.output + c.audioOutput);
 }
 
 /**

@@ -47,6 +47,10 @@ export class AdminClient {
     return { accountId: account.id, key: key.key, keyId: key.id };
   }
 
+  addCredits(id: string, amountUsd: string) {
+    return this.ok('POST', `/accounts/${id}/credits`, { amount_usd: amountUsd });
+  }
+
   account(id: string) {
     return this.ok('GET', `/accounts/${id}`);
   }
