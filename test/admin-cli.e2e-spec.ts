@@ -25,7 +25,7 @@ describe('admin CLI (npm run admin -- <command>)', () => {
         cwd: ROOT,
         env: childEnv,
       });
-      return { code: 0, stdout, stderr, json: JSON.parse(stdout) };
+      return { code: 0, stdout, stderr, json: stdout.startsWith('{') || stdout.startsWith('[') ? JSON.parse(stdout) : null };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
       return { code: e.code, stdout: e.stdout, stderr: e.stderr, json: null };
@@ -85,6 +85,17 @@ describe('admin CLI (npm run admin -- <command>)', () => {
     expect(usage.json.by_key).toEqual([expect.objectContaining({ key_id: key.json.id, requests: 1 })]);
     const past = await cli(['usage', 'show', accountId, '--from', '2020-01-01', '--to', '2020-01-31']);
     expect(past.json.totals.requests).toBe(0);
+
+    // The statement (issue 35): the two top-ups, reconciled; as CSV, printed as it came.
+    const statement = await cli(['statement', accountId]);
+    expect(statement.json).toMatchObject({ account_id: accountId, opening_balance_micros: '0', movement_count: 2, closing_balance_micros: '12345679' });
+    expect(statement.json.movements.map((m: any) => m.amount_micros)).toEqual(['12345678', '1']);
+    const csv = await cli(['statement', accountId, '--csv', '--from', '2020-01-01']);
+    expect(csv.code).toBe(0);
+    const rows = csv.stdout.trimEnd().split('\r\n');
+    expect(rows).toHaveLength(5);
+    expect(rows[4]).toMatch(/^closing_balance,,[^,]+,,12345679,12345679/);
+    expect((await cli(['statement'])).code).toBe(2);
 
     expect((await cli(['keys', 'revoke', key.json.id])).code).toBe(0);
     expect((await models(key.json.key)).status).toBe(401);

@@ -19,6 +19,7 @@ const USAGE = `Usage: npm run admin -- <command>
   spending-limit set <account-id> <amount-usd|none>
   subscription set <account-id> <trial|active|none> [--ends-at <ISO 8601>]
   usage show <account-id> [--from <date>] [--to <date>]
+  statement <account-id> [--from <date>] [--to <date>] [--csv]   (the ledger of the period; CSV printed as is)
 
 Key controls: --monthly-limit <amount-usd|none>  --expires-at <ISO 8601|none>  --models <id,id,…|all>
 (an update changes only the controls it names; none/all clears one)
@@ -42,10 +43,12 @@ type Options = {
   'expires-at'?: string;
   models?: string;
   grace?: string;
+  csv?: boolean;
 };
 
 /** Maps the command line to one admin API call. */
 export function toApiCall(words: string[], options: Options): ApiCall {
+  if (words[0] === 'statement') return statementCall(words.slice(1), options);
   const [group, action, ...args] = words;
   const need = (count: number): string[] => {
     if (args.length !== count) throw new UsageError(`"${group} ${action}" takes ${count} argument(s), got ${args.length}.`);
@@ -84,15 +87,26 @@ export function toApiCall(words: string[], options: Options): ApiCall {
     }
     case 'usage show': {
       const [id] = need(1);
-      const query = new URLSearchParams();
-      if (options.from) query.set('from', options.from);
-      if (options.to) query.set('to', options.to);
-      const suffix = query.size ? `?${query}` : '';
-      return { method: 'GET', path: `/accounts/${id}/usage${suffix}` };
+      return { method: 'GET', path: `/accounts/${id}/usage${periodQuery(options)}` };
     }
     default:
       throw new UsageError(`Unknown command "${words.join(' ')}".`);
   }
+}
+
+/** `statement <account-id>`: the account's statement, JSON or (--csv) CSV. */
+function statementCall(args: string[], options: Options): ApiCall {
+  if (args.length !== 1) throw new UsageError(`"statement" takes 1 argument(s), got ${args.length}.`);
+  return { method: 'GET', path: `/accounts/${encodeURIComponent(args[0])}/statement${periodQuery(options, options.csv ? 'csv' : undefined)}` };
+}
+
+/** `?from=…&to=…` (and `format`) from the options given; '' when none. */
+function periodQuery(options: Options, format?: string): string {
+  const query = new URLSearchParams();
+  if (options.from) query.set('from', options.from);
+  if (options.to) query.set('to', options.to);
+  if (format) query.set('format', format);
+  return query.size ? `?${query}` : '';
 }
 
 /** The key controls named on the command line (DESIGN.md section 10): none/all is null, the API's "no control". */
@@ -122,6 +136,7 @@ async function main(argv: string[]): Promise<number> {
       'expires-at': { type: 'string' },
       models: { type: 'string' },
       grace: { type: 'string' },
+      csv: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -144,7 +159,9 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`Error ${res.status}: ${describeError(text)}\n`);
     return 1;
   }
-  process.stdout.write(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+  // A CSV statement is printed as it came; JSON answers are pretty-printed.
+  if ((res.headers.get('content-type') ?? '').startsWith('text/csv')) process.stdout.write(text);
+  else process.stdout.write(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
   return 0;
 }
 
