@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Browser, Page } from 'playwright-core';
 import { postChat, sdk, useFakeGateway, waitForUsageRows } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
@@ -180,6 +181,24 @@ describe('dashboard for operators (browser)', () => {
     const usage = page.locator(`#latest tr[data-request-id="${classed.request_id}"] [data-col=usage]`);
     expect(await usage.locator('.token-classes').textContent()).toBe('8 cached · 2 reasoning · 1 audio out');
     expect(await page.locator(`#latest tr[data-request-id="${sdkRequestId}"] .token-classes`).count()).toBe(0);
+    await context.close();
+  });
+
+  it("downloads the month's statement as CSV: every charge of the ledger, closing at the account's balance (issue 35)", async () => {
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await openReport(context, suite.gw.url, accountId);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#statement-csv')]);
+    expect(download.suggestedFilename()).toMatch(new RegExp(`^statement-${accountId}-\\d{4}-\\d{2}-01-\\d{4}-\\d{2}-01\\.csv$`));
+    const text = readFileSync((await download.path())!, 'utf8');
+    const rows = text.trimEnd().split('\r\n').map((line) => line.split(','));
+    const [header, opening, ...rest] = rows;
+    const closing = rest.pop()!;
+    const amount = header.indexOf('amount_micros');
+    expect([opening[0], closing[0]]).toEqual(['opening_balance', 'closing_balance']);
+    const ledger: { kind: string; amount_micros: string }[] = await suite.db.query(`SELECT kind, amount_micros FROM ledger_entries WHERE account_id = $1 ORDER BY id`, [accountId]);
+    expect(rest.map((r) => [r[header.indexOf('kind')], r[amount]])).toEqual(ledger.map((l) => [l.kind, l.amount_micros]));
+    const [account] = await suite.db.query(`SELECT balance_micros::text AS balance FROM accounts WHERE id = $1`, [accountId]);
+    expect(closing[amount]).toBe(account.balance);
     await context.close();
   });
 

@@ -42,3 +42,18 @@ export function query(params) {
     .map(([name, value]) => `${name}=${encodeURIComponent(value)}`)
     .join('&');
 }
+
+/** Downloads a file the admin API answers (a CSV statement) under the name it gives: fetched with the token, saved from a blob. */
+export async function download(path) {
+  const res = await fetch(path, { headers: { authorization: `Bearer ${token}`, accept: 'text/csv' }, cache: 'no-store' });
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') || '');
+  const url = URL.createObjectURL(await res.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name ? name[1] : 'statement.csv';
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}

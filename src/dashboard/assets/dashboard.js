@@ -1,5 +1,5 @@
 // The usage dashboard: sign in with the admin token, pick an account and a month, and read the admin API.
-import { api, forgetToken, hasToken, keepToken, query, useToken } from './api.js';
+import { api, download, forgetToken, hasToken, keepToken, query, useToken } from './api.js';
 import { chart } from './chart.js';
 import { $ } from './dom.js';
 import { renderLatest } from './latest.js';
@@ -131,6 +131,15 @@ async function loadReport() {
     if (seq === loadSeq) handleError(err);
   }
 }
+
+// The statement of the account and month on screen (issue 35): every ledger movement, reconciled, as CSV.
+$('statement-csv').addEventListener('click', () => {
+  const accountId = $('account').value;
+  const month = $('month').value;
+  if (!accountId || !/^\d{4}-\d{2}$/.test(month)) return;
+  const range = monthRange(month);
+  download(`/admin/v1/accounts/${encodeURIComponent(accountId)}/statement?${query({ from: range.from, to: range.to, format: 'csv' })}`).catch(handleError);
+});
 
 function handleError(err) {
   if (err.status === 401) return showSignIn('The admin token was refused; sign in again.');
