@@ -128,7 +128,8 @@ describe('anthropic upstream', () => {
       expect(message.content).toEqual(sent.answered!.content);
       expect(message.content[0]).toEqual({ type: 'thinking', thinking: 'Let me think.', signature: 'sig-abc123' });
       expect(message.usage).toMatchObject({ cache_creation: sent.answered!.usage.cache_creation });
-      await expectCharged(accountId, sent.answered!.usage);
+      const charge = await expectCharged(accountId, sent.answered!.usage);
+      expect(message.usage.cost).toBe(Number(charge) / 1e6);
     });
 
     it('relays the stream event by event (model relabelled), and charges what the JSON answer costs', async () => {
@@ -148,6 +149,8 @@ describe('anthropic upstream', () => {
       expect(text).not.toContain('claude-sonnet-4-6');
       const streamed = fake.requests[0].answered!.usage;
       const streamCost = await expectCharged(accountId, streamed);
+      const delta = JSON.parse(/event: message_delta\ndata: (.*)/.exec(text)![1]);
+      expect(delta.usage).toMatchObject({ output_tokens: streamed.output_tokens, cost: Number(streamCost) / 1e6 });
 
       // The same request answered as JSON costs the same.
       const other = await admin.createAccount({ creditsUsd: '10' });

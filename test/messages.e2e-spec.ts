@@ -53,7 +53,7 @@ describe('POST /v1/messages (issue 25)', () => {
       content: [{ type: 'text', text: 'Thé quick brówn 狐 jumps🦊.' }],
       stop_reason: 'end_turn',
       stop_sequence: null,
-      usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, cost: Number(costMicros(MODEL, 11, 5)) / 1e6 },
     });
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0].body).toEqual({ model: upstreamModelOf(MODEL), messages: [{ role: 'user', content: 'Say it.' }], max_completion_tokens: 100 });
@@ -160,7 +160,7 @@ describe('POST /v1/messages (issue 25)', () => {
     const client = anthropic(gw, key);
     const message = await client.messages.create({ model: MODEL.id, max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] });
     const usage = { input_tokens: 10, output_tokens: 1, cache_read_input_tokens: 60, cache_creation_input_tokens: 30 };
-    expect(message.usage).toEqual(usage);
+    expect(message.usage).toEqual({ ...usage, cost: expect.any(Number) });
     const final = await client.messages.stream({ model: MODEL.id, max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] }).finalMessage();
     expect(final.usage).toMatchObject(usage);
   });
@@ -201,7 +201,7 @@ describe('POST /v1/messages (issue 25)', () => {
     expect(events.at(-2)!.data).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      usage: { input_tokens: 11, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, cost: Number(costMicros(MODEL, 11, 5)) / 1e6 },
     });
   });
 

@@ -124,7 +124,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       fake.reply.usageDetails = details;
       const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
       expectValidAgainst('CreateChatCompletionResponse', completion);
-      expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
+      expect(completion.usage).toEqual({ ...fake.usageBlock(COMPLETION), cost: expect.any(Number) });
       await expectCharged(accountId, expected, { streamed: false, endpoint: '/v1/chat/completions' });
     });
 
@@ -132,7 +132,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
       fake.reply.usageDetails = ALL_CLASSES;
       const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
-      expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
+      expect(completion.usage).toEqual({ ...fake.usageBlock(COMPLETION), cost: expect.any(Number) });
       // (2,000 − 1,024 − 256 − 300) × 2.5 + 1,024 × 1.25 + (256 − 96) × 3.125 + 96 × 6.25 + 300 × 40 + (300 − 120) × 10 + 120 × 80
       expect(await expectCharged(accountId, ALL_EXPECTED)).toBe(BigInt(420 * 2.5 + 1024 * 1.25 + 160 * 3.125 + 96 * 6.25 + 300 * 40 + 180 * 10 + 120 * 80));
     });
@@ -178,7 +178,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
         completion: { audio_tokens: 400, reasoning_tokens: 5.5 },
       };
       const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
-      expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
+      expect(completion.usage).toEqual({ ...fake.usageBlock(COMPLETION), cost: expect.any(Number) });
       expect((completion.usage as any).prompt_tokens_details.audio_tokens).toBe('300');
       await expectCharged(accountId, { prompt: PROMPT, completion: COMPLETION, cached: 1500, cacheWrite: 500, cacheWrite1h: 500, audioOut: 300 });
     });
@@ -188,7 +188,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
         const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
         fake.reply.usageDetails = { prompt: { cache_write_tokens: 256, cache_write_1h_tokens: value } };
         const completion = await sdk(gw, key).chat.completions.create({ model: CLASSED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
-        expect(completion.usage).toEqual(fake.usageBlock(COMPLETION));
+        expect(completion.usage).toEqual({ ...fake.usageBlock(COMPLETION), cost: expect.any(Number) });
         await expectCharged(accountId, { prompt: PROMPT, completion: COMPLETION, cacheWrite: 256 });
       }
     });
@@ -210,7 +210,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       for (const chunk of chunks) expectValidAgainst('CreateChatCompletionStreamResponse', chunk);
       expect(chunks.filter((c) => c.usage)).toEqual([chunks.at(-1)]);
       expect(chunks.at(-1)).toMatchObject({ choices: [], model: CLASSED.id });
-      expect(chunks.at(-1).usage).toEqual(fake.usageBlock(COMPLETION));
+      expect(chunks.at(-1).usage).toEqual({ ...fake.usageBlock(COMPLETION), cost: expect.any(Number) });
       await expectCharged(accountId, expected, { streamed: true });
     });
 
@@ -241,7 +241,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       fake.reply.usageDetails = ALL_CLASSES;
       const response = await sdk(gw, key).responses.create({ model: CLASSED.id, input, max_output_tokens: MAX_TOKENS });
       expectValidAgainst('Response', response);
-      expect(response.usage).toEqual(responsesUsage);
+      expect(response.usage).toEqual({ ...responsesUsage, cost: expect.any(Number) });
       await expectCharged(accountId, ALL_EXPECTED, { endpoint: '/v1/responses', streamed: false });
     });
 
@@ -252,7 +252,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const events: any[] = [];
       for await (const event of stream) events.push(event);
       const completed = events.find((e) => e.type === 'response.completed');
-      expect(completed.response.usage).toEqual(responsesUsage);
+      expect(completed.response.usage).toEqual({ ...responsesUsage, cost: expect.any(Number) });
       await expectCharged(accountId, ALL_EXPECTED, { endpoint: '/v1/responses', streamed: true });
     });
   });
@@ -267,7 +267,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const json = await admin.createAccount({ creditsUsd: '1' });
       fake.reply.usageDetails = ALL_CLASSES;
       const message = await anthropic(gw, json.key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages });
-      expect(message.usage).toEqual({ ...split, cache_creation: byTtl });
+      expect(message.usage).toEqual({ ...split, cache_creation: byTtl, cost: expect.any(Number) });
       const jsonCost = await expectCharged(json.accountId, ALL_EXPECTED, { endpoint: '/v1/messages', streamed: false });
 
       // Streamed: the final figures come with message_delta (the gateway knows them only at the end), cache_creation too.
@@ -275,7 +275,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const events = await anthropic(gw, streamed.key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages, stream: true });
       const deltas: unknown[] = [];
       for await (const event of events) if (event.type === 'message_delta') deltas.push(event.usage);
-      expect(deltas).toEqual([{ ...split, cache_creation: byTtl }]);
+      expect(deltas).toEqual([{ ...split, cache_creation: byTtl, cost: expect.any(Number) }]);
       expect(await expectCharged(streamed.accountId, ALL_EXPECTED, { endpoint: '/v1/messages', streamed: true })).toBe(jsonCost);
     });
 
@@ -283,7 +283,7 @@ describe('token classes: every class charged at its own price (issue 23)', () =>
       const { key } = await admin.createAccount({ creditsUsd: '1' });
       fake.reply.usageDetails = { prompt: { cached_tokens: 1024, cache_write_tokens: 256 } };
       const message = await anthropic(gw, key).messages.create({ model: CLASSED.id, max_tokens: MAX_TOKENS, messages });
-      expect(message.usage).toEqual(split);
+      expect(message.usage).toEqual({ ...split, cost: expect.any(Number) });
       expect(message.usage).not.toHaveProperty('cache_creation');
     });
   });
@@ -486,10 +486,10 @@ describe('token classes on a routed model: the second deployment serves and is c
       const chunks = await client.chat.completions.create({ model: ROUTED.id, messages: MESSAGES, max_tokens: MAX_TOKENS, stream: true, stream_options: { include_usage: true } });
       let usage: unknown;
       for await (const chunk of chunks) usage = chunk.usage ?? usage;
-      expect(usage).toEqual(b.usageBlock(COMPLETION));
+      expect(usage).toEqual({ ...b.usageBlock(COMPLETION), cost: expect.any(Number) });
     } else {
       const completion = await client.chat.completions.create({ model: ROUTED.id, messages: MESSAGES, max_tokens: MAX_TOKENS });
-      expect(completion.usage).toEqual(b.usageBlock(COMPLETION));
+      expect(completion.usage).toEqual({ ...b.usageBlock(COMPLETION), cost: expect.any(Number) });
     }
     const cost = classCostMicros(ROUTED, ALL_EXPECTED);
     expect(cost).toBeLessThanOrEqual(holdMicros(ROUTED, MESSAGES, MAX_TOKENS));

@@ -126,9 +126,14 @@ export class BillingService {
     return this.repository.sweepExpiredHolds(batch);
   }
 
+  /** What a request of this cost is charged: its cost, at most its hold (the one rule; answers show this figure). */
+  chargeFor(reservation: Reservation, costMicros: bigint): bigint {
+    return min(costMicros, reservation.holdMicros);
+  }
+
   private async charge(reservation: Reservation, costMicros: bigint, record: UsageRecordValues | null, linger: boolean): Promise<bigint> {
     const { lease, holdMicros } = reservation;
-    const charge = min(costMicros, holdMicros);
+    const charge = this.chargeFor(reservation, costMicros);
     const { releaseRest, pending } = lease.startSettlement(holdMicros, charge, Date.now());
     const item = settleItem(reservation, costMicros, record, releaseRest);
     const submitted = this.repository.settle(item, linger && !releaseRest);

@@ -19,6 +19,9 @@ export function chatCall(endpoint: string, req: GatewayRequest, res: Response, m
   return { endpoint, requestId: req.id, accountId, key, chat, meter, signal: abortOnClientClose(res) };
 }
 
+/** The header of a JSON answer's charge in USD, six decimals (issue 35; also `usage.cost`). */
+export const COST_HEADER = 'x-gateway-cost-usd';
+
 /** The error codes of a route served by ChatService (its own codes come after the API key's shared ones). */
 export const CHAT_ERRORS: ErrorCode[] = [
   ErrorCode.InvalidJson, ErrorCode.InvalidRequest, ErrorCode.MissingModel, ErrorCode.UnknownModel, ErrorCode.ModelNotHosted,

@@ -73,3 +73,9 @@ export function promptTokenBound(body: Record<string, unknown>, contextWindow: n
   }
   return contextWindow === undefined ? bytes : Math.min(bytes, contextWindow);
 }
+
+/** The gateway's charge (`usage.cost`, USD) when the chat usage carries it (ChatService sets it): for the other dialects' usage blocks. */
+export function costOf(usage: unknown): { cost?: number } {
+  const cost = usage && typeof usage === 'object' ? (usage as { cost?: unknown }).cost : undefined;
+  return typeof cost === 'number' ? { cost } : {};
+}

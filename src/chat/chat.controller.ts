@@ -9,7 +9,7 @@ import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest, ChatRequestPipe } from './chat-request.pipe';
 import { ChatCompletionSse } from './chat-stream-sink';
-import { CHAT_ERRORS, chatCall } from './chat-call';
+import { CHAT_ERRORS, chatCall, COST_HEADER } from './chat-call';
 import { ChatService } from './chat.service';
 import { SseWriter } from './sse';
 
@@ -35,6 +35,7 @@ export class ChatController {
     const call = chatCall('/v1/chat/completions', req, res, meter, chat);
     if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res)));
     const answer = await this.chat.answer(call);
+    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
     res.status(200).json(answer.body);
     await answer.charge();
   }

@@ -3,6 +3,7 @@ import { BillingService, KeyBudget, Reservation } from '../billing/billing.servi
 import { RequestCost, requestCost } from '../billing/request-cost';
 import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
+import { microsToUsd, microsToUsdNumber } from '../common/money';
 import { MetricsService } from '../metrics/metrics.service';
 import { ChatChunk, ChatCompletion, ChatUsage, NATIVE_EVENT, PARTIAL_USAGE } from '../providers/chat-contract';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
@@ -31,6 +32,11 @@ export interface ChatCall {
 /** A non-streamed answer, its hold still open: send `body`, then `charge` it. */
 export interface ChatAnswer {
   body: ChatCompletion;
+  /**
+   * The charge in USD (six decimals), also in `body.usage.cost`, when the upstream reported usage; unset when the
+   * gateway counts the tokens itself, which it does after the answer is sent (docs/billing.md, "Cost in the answer").
+   */
+  costUsd?: string;
   charge(): Promise<void>;
 }
 
@@ -51,7 +57,9 @@ export class ChatService {
     try {
       const { body } = await this.upstreams.chat(call.chat.model, this.upstreamBody(call.chat, reservation), call.signal, call.meter);
       body.model = call.chat.model.id;
-      return { body, charge: () => this.chargeAnswer(call, reservation, body) };
+      const cost = requestCost(body.usage, call.chat.model);
+      const costUsd = cost ? this.showCost(body.usage!, reservation, cost) : undefined;
+      return { body, costUsd, charge: () => this.chargeAnswer(call, reservation, body, cost) };
     } catch (err) {
       await this.releaseQuietly(reservation);
       throw asGatewayError(err, 'model');
@@ -82,7 +90,9 @@ export class ChatService {
         partial = chunk[PARTIAL_USAGE] ?? partial;
         if (!chat.passThrough && isNativeOnly(chunk)) continue;
         if (chunk.usage !== undefined) {
-          cost = requestCost(chunk.usage, chat.model) ?? cost;
+          const reported = requestCost(chunk.usage, chat.model);
+          if (reported) this.showCost(chunk.usage!, reservation, reported);
+          cost = reported ?? cost;
           if (!chat.includeUsage) {
             delete chunk.usage;
             if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
@@ -153,9 +163,16 @@ export class ChatService {
   }
 
   /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
-  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion): Promise<void> {
-    const cost = requestCost(body.usage, call.chat.model) ?? (await this.counted(reservation, call.chat, completionText(body)));
+  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion, reported: RequestCost | null): Promise<void> {
+    const cost = reported ?? (await this.counted(reservation, call.chat, completionText(body)));
     this.charge(call, reservation, cost);
+  }
+
+  /** The charge this cost will make, written into the usage block the client gets (`usage.cost`, USD); returned as six-decimal text. */
+  private showCost(usage: ChatUsage, reservation: Reservation, cost: RequestCost): string {
+    const charged = this.billing.chargeFor(reservation, cost.micros);
+    usage.cost = microsToUsdNumber(charged);
+    return microsToUsd(charged);
   }
 
   /** The meter writes the request's record with its charge, in the settlement's transaction, once the response has closed. */

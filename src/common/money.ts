@@ -19,6 +19,14 @@ export function microsToUsd(micros: bigint | string | number): string {
   return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, '0')}`;
 }
 
+/**
+ * Micro-USD as a JSON number of USD (`usage.cost`): the division of two exact integers, correctly rounded, whose
+ * shortest decimal form is the six-decimal amount (1234 µUSD prints as 0.001234).
+ */
+export function microsToUsdNumber(micros: bigint): number {
+  return Number(micros) / 1_000_000;
+}
+
 function numberToPlainString(value: number): string | null {
   if (!Number.isFinite(value) || value < 0) return null;
   // Shortest round-trip representation; exponent forms (1e-7) are outside our 6-decimal range anyway.

@@ -1,4 +1,5 @@
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
+import { costOf } from '../chat/chat-usage';
 import { MessageUsage, newId, stopOf } from '../providers/anthropic/anthropic-wire';
 import { ChatCompletion, ChatMessage } from '../providers/chat-contract';
 
@@ -23,6 +24,7 @@ export function messageUsage(usage: unknown): MessageUsage | null {
         ephemeral_1h_input_tokens: tokens.cacheWrite1hTokens,
       },
     }),
+    ...costOf(usage),
   };
 }
 

@@ -47,7 +47,7 @@ export class MessageEventStream implements ChatStreamSink {
   async send(chunk: ChatChunk): Promise<void> {
     const native = chunk[NATIVE_EVENT];
     if (!this.started && native) this.relaying = true;
-    if (this.relaying) return native ? this.relay(native) : undefined;
+    if (this.relaying) return native ? this.relay(native, chunk.usage?.cost) : undefined;
     this.startOnce();
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
     const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
@@ -80,13 +80,16 @@ export class MessageEventStream implements ChatStreamSink {
 
   /**
    * An event of an `anthropic` upstream's stream, as it came (pass-through, DESIGN.md section 11): only
-   * message_start's `model` is changed, to the catalog id the client asked for.
+   * message_start's `model` is changed, to the catalog id the client asked for, and message_delta's usage gains
+   * the charge (`cost`).
    */
-  private relay({ event, raw, data }: NativeEvent): Promise<void> {
+  private relay({ event, raw, data }: NativeEvent, cost: number | undefined): Promise<void> {
     const message = data.message;
     if (event === 'message_start' && message && typeof message === 'object') {
       return this.sse.sendNamed(event, { ...data, message: { ...message, model: this.model } });
     }
+    // The gateway's charge joins the final usage (issue 35): message_delta's, where Anthropic reports the output.
+    if (event === 'message_delta' && cost !== undefined) return this.sse.sendNamed(event, { ...data, usage: { ...(data.usage as object), cost } });
     return this.sse.sendRaw(event, raw);
   }
 

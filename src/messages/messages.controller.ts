@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
-import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
+import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
@@ -68,10 +68,13 @@ export class MessagesController {
       return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt, onMalformed));
     }
     const answer = await this.chat.answer(call);
+    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
     const native = answer.body[NATIVE_ANSWER];
     if (native) {
-      // Passed through: Anthropic's own message, relabelled with the catalog id.
-      res.status(200).json({ ...native, model: chat.model.id });
+      // Passed through: Anthropic's own message, relabelled with the catalog id, its usage with the charge.
+      const cost = answer.body.usage?.cost;
+      const usage = cost === undefined ? native.usage : { ...(native.usage as object), cost };
+      res.status(200).json({ ...native, model: chat.model.id, usage });
       return answer.charge();
     }
     const { message, malformedToolCalls } = messageFromCompletion(chat.model.id, answer.body);

@@ -13,6 +13,8 @@ export interface ChatUsage {
   total_tokens?: number;
   prompt_tokens_details?: ChatPromptTokensDetails | null;
   completion_tokens_details?: ChatCompletionTokensDetails | null;
+  /** The gateway's charge for the request in USD (issue 35): set by ChatService, never by a provider. */
+  cost?: number;
   [extra: string]: unknown;
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
+import { costOf } from '../chat/chat-usage';
 import { ChatCompletion, ChatMessage, ChatUsage } from '../providers/chat-contract';
 import { ResponseEcho } from './responses-request.pipe';
 import { ToolShape, ToolShapes } from './responses-tools';
@@ -170,5 +171,7 @@ export function responseUsage(usage: unknown): Record<string, unknown> | null {
     output_tokens: tokens.completionTokens,
     output_tokens_details: { reasoning_tokens: tokens.reasoningTokens },
     total_tokens: tokens.promptTokens + tokens.completionTokens,
+    ...costOf(usage),
   };
 }
+

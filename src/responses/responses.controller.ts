@@ -1,7 +1,7 @@
 import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
-import { CHAT_ERRORS, chatCall } from '../chat/chat-call';
+import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
@@ -48,6 +48,7 @@ export class ResponsesController {
     const base = newResponseBase(chat.model.id, echo, toolShapes);
     if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res), base));
     const answer = await this.chat.answer(call);
+    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
     res.status(200).json(responseFromCompletion(base, answer.body));
     await answer.charge();
   }
