@@ -12,6 +12,7 @@ import { ConfigModule, GatewayOptions } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { databaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { ApiKeyGuard } from './keys/api-key.guard';
 import { KeysModule } from './keys/keys.module';
 import { MessagesModule } from './messages/messages.module';
@@ -33,6 +34,7 @@ export class AppModule implements NestModule {
         // The global ApiKeyGuard below resolves here (KeysModule); UsageModule meters every /v1 request.
         KeysModule,
         UsageModule,
+        IdempotencyModule,
         ChatModule,
         ResponsesModule,
         MessagesModule,

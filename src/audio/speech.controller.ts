@@ -15,6 +15,7 @@ import { audioCall } from './audio-call';
 import { AudioService } from './audio.service';
 import { SpeechRelay } from './speech-relay';
 import { SpeechRequest, SpeechRequestPipe } from './speech-request.pipe';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 
 @Controller('v1/audio')
 export class SpeechController {
@@ -26,6 +27,7 @@ export class SpeechController {
 
   /** Entitlement and fair use are checked before JsonBodyGuard reads the body. */
   @Post('speech')
+  @Idempotent('/v1/audio/speech')
   @HttpCode(200)
   @IncludedFeature('speech')
   @UseGuards(EntitlementGuard, JsonBodyGuard)
@@ -39,7 +41,7 @@ export class SpeechController {
       ErrorCode.ModelNotAllowed,
       ErrorCode.InputTooLong, ErrorCode.UnsupportedResponseFormat, ErrorCode.UpstreamRejected, ErrorCode.SubscriptionRequired,
       ErrorCode.FairUseLimitReached, ErrorCode.NotFound, ErrorCode.PayloadTooLarge, ErrorCode.UpstreamError,
-      ErrorCode.UpstreamUnavailable,
+      ErrorCode.UpstreamUnavailable, ErrorCode.IdempotencyKeyReused, ErrorCode.IdempotencyInProgress,
     ],
     body: { contentType: 'application/json', schema: speechBody },
     success: { status: 200, description: 'The audio in the requested format', content: speechAudio },

@@ -28,4 +28,5 @@ export const CHAT_ERRORS: ErrorCode[] = [
   ErrorCode.ModelNotAllowed, ErrorCode.UpstreamRejected, ErrorCode.InsufficientCredits, ErrorCode.MonthlyLimitReached,
   ErrorCode.KeyLimitReached, ErrorCode.NotFound,
   ErrorCode.PayloadTooLarge, ErrorCode.RateLimitExceeded, ErrorCode.UpstreamError, ErrorCode.UpstreamUnavailable,
+  ErrorCode.IdempotencyKeyReused, ErrorCode.IdempotencyInProgress,
 ];

@@ -12,12 +12,14 @@ import { ChatCompletionSse } from './chat-stream-sink';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from './chat-call';
 import { ChatService } from './chat.service';
 import { SseWriter } from './sse';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 
 @Controller('v1/chat')
 export class ChatController {
   constructor(private readonly chat: ChatService) {}
 
   @Post('completions')
+  @Idempotent('/v1/chat/completions')
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
   @ApiRoute({
     tag: 'v1',

@@ -239,10 +239,21 @@ export class BillingConfig {
   @IsInt() @Min(0) @Max(1000) settlement_linger_ms = 10;
 }
 
+/** Idempotency-Key (DESIGN.md section 11, docs/idempotency.md). */
+export class IdempotencyConfig {
+  /** How long a first answer is kept for its repeats. */
+  @IsInt() @Min(60) @Max(7 * 86_400) keep_s = 86_400;
+  /** A running request's claim lasts this long unless its replica renews it (every third of it): a dead replica's claim lapses. */
+  @IsInt() @Min(1) @Max(3600) claim_ttl_s = 60;
+  /** The largest answer kept (a JSON body, a stream's events, speech audio); a larger one is not kept and its repeat runs anew. */
+  @IsInt() @Min(1024) @Max(64 * 1024 * 1024) max_answer_bytes = 8 * 1024 * 1024;
+}
+
 export class GatewayConfig {
   @IsObject() providers: Record<string, ProviderConfig>;
   @IsArray() @ArrayMinSize(1) @ValidateNested({ each: true }) @Type(() => CatalogEntry) catalog: CatalogEntry[];
   @ValidateNested() @Type(() => LimitsConfig) limits: LimitsConfig = new LimitsConfig();
   @ValidateNested() @Type(() => FairUseConfig) fair_use: FairUseConfig = new FairUseConfig();
   @ValidateNested() @Type(() => BillingConfig) billing: BillingConfig = new BillingConfig();
+  @ValidateNested() @Type(() => IdempotencyConfig) idempotency: IdempotencyConfig = new IdempotencyConfig();
 }

@@ -34,7 +34,12 @@ export function describeErrorCode(code: ErrorCode): ErrorShape {
     case ErrorCode.UnsupportedFileFormat:
     case ErrorCode.InvalidResponseFormat:
     case ErrorCode.UnsupportedParameter:
+    // The Idempotency-Key was used for another route or body (docs/idempotency.md).
+    case ErrorCode.IdempotencyKeyReused:
       return { status: 400, type: 'invalid_request_error' };
+    // The first request with this Idempotency-Key is still running: retry after Retry-After.
+    case ErrorCode.IdempotencyInProgress:
+      return { status: 409, type: 'invalid_request_error' };
     case ErrorCode.InvalidApiKey:
     case ErrorCode.InvalidAdminToken:
       return { status: 401, type: 'authentication_error' };

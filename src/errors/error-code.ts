@@ -15,6 +15,8 @@ export enum ErrorCode {
   UnsupportedFileFormat = 'unsupported_file_format',
   InvalidResponseFormat = 'invalid_response_format',
   UnsupportedParameter = 'unsupported_parameter',
+  IdempotencyKeyReused = 'idempotency_key_reused',
+  IdempotencyInProgress = 'idempotency_in_progress',
   InvalidApiKey = 'invalid_api_key',
   InvalidAdminToken = 'invalid_admin_token',
   InsufficientCredits = 'insufficient_credits',

@@ -24,6 +24,7 @@ import { messageFromCompletion } from './message-body';
 import { MessageEventStream } from './message-event-stream';
 import { promptTokens } from './message-tokens';
 import { CountTokensRequest, CountTokensRequestPipe, MessagesRequest, MessagesRequestPipe } from './messages-request.pipe';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 
 const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {type, message, code, param}}, type named after the status (docs/messages.md).';
 
@@ -43,6 +44,7 @@ export class MessagesController {
   ) {}
 
   @Post()
+  @Idempotent('/v1/messages')
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
   @ApiRoute({
     tag: 'v1',

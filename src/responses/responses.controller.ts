@@ -15,6 +15,7 @@ import { createResponseBody } from './dto/responses.schema';
 import { newResponseBase, responseFromCompletion } from './response-body';
 import { ResponseEventStream } from './response-event-stream';
 import { ResponsesRequest, ResponsesRequestPipe } from './responses-request.pipe';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 
 /**
  * OpenAI's Responses API, stateless, served by one chat completion: the same checks, hold, upstream call and charge as chat.
@@ -28,6 +29,7 @@ export class ResponsesController {
   ) {}
 
   @Post('responses')
+  @Idempotent('/v1/responses')
   @UseGuards(AccountThrottlerGuard, JsonBodyGuard)
   @ApiRoute({
     tag: 'v1',

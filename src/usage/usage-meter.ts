@@ -82,6 +82,11 @@ export class UsageMeter {
     if (served.attempts !== undefined) this.attempts = served.attempts;
   }
 
+  /** What the handler described and whether it failed, so far (the Idempotency-Key's record of a first answer). */
+  get served(): { model: string | null; streamed: boolean; errorCode: string | null } {
+    return { model: this.model, streamed: this.streamed, errorCode: this.errorCode };
+  }
+
   /** The error the request was answered with (in the status line, or in-band in a started stream). */
   failed(code: string): void {
     this.errorCode = code;

@@ -8,6 +8,7 @@ import { UsageDeployment1763950000000 } from './1763950000000-UsageDeployment';
 import { KeyControls1764240000000 } from './1764240000000-KeyControls';
 import { TokenClasses1764260000000 } from './1764260000000-TokenClasses';
 import { CacheWrite1hTokens1764280000000 } from './1764280000000-CacheWrite1hTokens';
+import { IdempotencyKeys1764300000000 } from './1764300000000-IdempotencyKeys';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   KeyControls1764240000000,
   TokenClasses1764260000000,
   CacheWrite1hTokens1764280000000,
+  IdempotencyKeys1764300000000,
 ];
