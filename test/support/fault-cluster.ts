@@ -24,6 +24,8 @@ export interface FaultClusterOptions {
   badUpstream?: boolean;
   /** Extra `billing:` settings (the defaults are what is under test, so normally none). */
   billing?: Record<string, unknown>;
+  /** Extra `idempotency:` settings. */
+  idempotency?: Record<string, unknown>;
 }
 
 /**
@@ -132,6 +134,7 @@ export class FaultCluster {
     }
     raw.limits.chat_burst = options.burst ?? { requests: 100_000, window_s: 1 };
     if (options.billing) raw.billing = { ...(raw.billing ?? {}), ...options.billing };
+    if (options.idempotency) raw.idempotency = { ...(raw.idempotency ?? {}), ...options.idempotency };
     return raw;
   }
 }
