@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { drained } from '../common/http/drained';
 
 /**
  * Past this many characters of events waiting in one tick, they are handed to the response at once, so
@@ -73,15 +74,7 @@ export class SseWriter {
       if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
     }
     if (!this.res.writableNeedDrain) return;
-    await new Promise<void>((resolve) => {
-      const resume = () => {
-        this.res.off('drain', resume);
-        this.res.off('close', resume);
-        resolve();
-      };
-      this.res.on('drain', resume);
-      this.res.on('close', resume);
-    });
+    await drained(this.res);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { DataSource } from 'typeorm';
+import { drained } from '../common/http/drained';
 import { microsToUsd } from '../common/money';
 import { ErrorCode, GatewayError } from '../errors';
 import { CatalogService } from '../models/catalog.service';
@@ -100,14 +101,6 @@ class Writer {
   async write(text: string): Promise<void> {
     if (this.res.destroyed) throw new Error('the client went away');
     if (this.res.write(text)) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        this.res.off('drain', done);
-        this.res.off('close', done);
-        resolve();
-      };
-      this.res.on('drain', done);
-      this.res.on('close', done);
-    });
+    await drained(this.res);
   }
 }
