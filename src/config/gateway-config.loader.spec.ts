@@ -198,6 +198,29 @@ describe('validateGatewayConfig', () => {
     });
   });
 
+  describe('the azure-openai type', () => {
+    const withAzure = (fields: Raw = {}) => (r: Raw) => {
+      r.providers.azure = { type: 'azure-openai', base_url: 'https://res.openai.azure.com', api_version: '2024-10-21', api_key_env: 'AZURE_OPENAI_API_KEY', ...fields };
+    };
+
+    it('serves chat, transcription and speech deployments, with one api_version', () => {
+      const raw = validRaw();
+      withAzure({ output_limit_field: 'max_tokens' })(raw);
+      for (const entry of raw.catalog) entry.provider = 'azure';
+      const sut = validateGatewayConfig(raw);
+      expect(sut.providers.azure).toMatchObject({ type: 'azure-openai', api_version: '2024-10-21', max_connections: 256, output_limit_field: 'max_tokens' });
+    });
+
+    it.each<[string, Raw, string]>([
+      ['without api_version', { api_version: undefined }, 'providers.azure.api_version'],
+      ['with an api_version that is not a dated version', { api_version: 'latest' }, 'providers.azure.api_version: must be a dated API version'],
+      ['without base_url', { base_url: undefined }, 'providers.azure.base_url'],
+      ['with a key of another type', { region: 'westeurope' }, 'providers.azure.region: unknown key'],
+    ])('refuses a provider %s, naming the field', (_name, fields, problem) => {
+      expect(problemsOf(withAzure(fields))).toContain(problem);
+    });
+  });
+
   it('does not echo the value of an unknown key (it may be a secret)', () => {
     expect(problemsOf((r) => (r.providers.openai.api_key = 'sk-secret-123'))).not.toContain('sk-secret-123');
   });

@@ -20,7 +20,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 
-export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'local'] as const;
+export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'azure-openai', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** OpenAI's current output-limit field, and the older one that reasoning models refuse but some servers alone know. */
 export const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
@@ -89,6 +89,32 @@ export class AnthropicProviderConfig extends ProviderConfigBase {
   @IsInt() @Min(1) max_connections = 256;
 }
 
+/**
+ * Azure OpenAI (DESIGN.md section 11): OpenAI's bodies at `/openai/deployments/{upstream_model}/…?api-version=`,
+ * with an `api-key` header. One api_version per provider: a deployment that needs another is a second provider.
+ */
+export class AzureOpenAiProviderConfig extends ProviderConfigBase {
+  static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
+  declare type: 'azure-openai';
+
+  /** The resource's endpoint, without /openai: `https://my-resource.openai.azure.com`. */
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  base_url: string;
+
+  /** Azure's dated API version, sent as `?api-version=` on every request: `2024-10-21`, `2025-04-01-preview`. */
+  @IsString() @Matches(/^\d{4}-\d{2}-\d{2}(-preview)?$/, { message: '$property must be a dated API version such as 2024-10-21 or 2025-04-01-preview' })
+  api_version: string;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) api_key_env?: string;
+
+  @IsInt() @Min(1) max_connections = 256;
+
+  /** As openai-compatible's: the one field the deployment takes an output limit in (older API versions know only max_tokens). */
+  @ValidateIf((p: AzureOpenAiProviderConfig) => p.output_limit_field !== undefined)
+  @IsIn(OUTPUT_LIMIT_FIELDS)
+  output_limit_field?: OutputLimitField;
+}
+
 /** The built-in engines: dev-echo chat, espeak-ng speech, pocketsphinx transcription (`timeouts.request_ms` bounds an engine's run). */
 export class LocalProviderConfig extends ProviderConfigBase {
   static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
@@ -96,12 +122,13 @@ export class LocalProviderConfig extends ProviderConfigBase {
 }
 
 /** A provider's config, typed by its `type` (docs/configuration.md, "providers.<name>"). */
-export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | LocalProviderConfig;
+export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | AzureOpenAiProviderConfig | LocalProviderConfig;
 
 /** Each type's config class: the keys it takes, and (`kinds`) the kinds of catalog model it serves. */
 export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<ProviderConfig, { type: T }>) & { kinds: readonly ModelKind[] } } = {
   'openai-compatible': OpenAiCompatibleProviderConfig,
   anthropic: AnthropicProviderConfig,
+  'azure-openai': AzureOpenAiProviderConfig,
   local: LocalProviderConfig,
 };
 

@@ -26,10 +26,17 @@ export interface TransportConfig {
   max_connections: number;
 }
 
-/** What a provider decides about its HTTP: how requests are authenticated, and where each operation goes. */
+/**
+ * The message a client sees for an upstream's error answer, when a provider reads more of the body than its
+ * `error.message` (Azure's content-filter categories); null or '': the message as read.
+ */
+export type UpstreamErrorMessage = (status: number, body: unknown) => string | null;
+
+/** What a provider decides about its HTTP: how requests are authenticated, where each operation goes, and (optionally) how its errors read. */
 export interface TransportHooks {
   auth: UpstreamAuth;
   path: UpstreamPath;
+  errorMessage?: UpstreamErrorMessage;
 }
 
 /** Keep-alive connections idle longer than this are closed (most upstreams close at 60 s or later). */
@@ -97,8 +104,8 @@ export class HttpTransport {
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
       return { contentType: responseType, body: answer.body };
     }
-    const { message, quotaSpent } = await readError(answer.body).catch(() => ({ message: '', quotaSpent: false }));
-    const detail = message || `HTTP ${answer.statusCode}`;
+    const { message, quotaSpent, parsed } = await readError(answer.body).catch(() => ({ message: '', quotaSpent: false, parsed: undefined }));
+    const detail = this.hooks.errorMessage?.(answer.statusCode, parsed) || message || `HTTP ${answer.statusCode}`;
     // OpenAI's 429 insufficient_quota: the deployment's own account is out of credits, not rate limited. The
     // request is not at fault and waiting does not help: the upstream failed (502, another deployment tried,
     // counted by the circuit), rather than a 429 that clients and SDKs would retry (docs/errors.md).
@@ -186,18 +193,20 @@ async function collect(body: Readable, limit: number): Promise<{ text: string; c
 }
 
 /** The upstream's error message: OpenAI's `{error: {message}}` (Anthropic's `{type: "error", error: {type, message}}` too), or the text itself. */
-async function readError(body: Readable): Promise<{ message: string; quotaSpent: boolean }> {
+async function readError(body: Readable): Promise<{ message: string; quotaSpent: boolean; parsed: unknown }> {
   // A longer error body is cut: its start carries the message.
   const text = (await collect(body, MAX_ERROR_BODY_BYTES)).text.trim();
+  let parsed: { error?: { message?: unknown; type?: unknown; code?: unknown } | string; message?: unknown } | null;
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; code?: unknown } | string; message?: unknown };
-    if (typeof parsed.error === 'string') return { message: parsed.error, quotaSpent: false };
-    const quotaSpent = parsed.error?.code === 'insufficient_quota' || parsed.error?.type === 'insufficient_quota';
-    if (typeof parsed.error?.message === 'string') return { message: parsed.error.message, quotaSpent };
-    if (typeof parsed.message === 'string') return { message: parsed.message, quotaSpent };
-    return { message: text.slice(0, 500), quotaSpent };
+    parsed = JSON.parse(text) as typeof parsed;
   } catch {
     // not JSON: use the text
+    return { message: text.slice(0, 500), quotaSpent: false, parsed: undefined };
   }
-  return { message: text.slice(0, 500), quotaSpent: false };
+  if (!parsed || typeof parsed !== 'object') return { message: text.slice(0, 500), quotaSpent: false, parsed };
+  if (typeof parsed.error === 'string') return { message: parsed.error, quotaSpent: false, parsed };
+  const quotaSpent = parsed.error?.code === 'insufficient_quota' || parsed.error?.type === 'insufficient_quota';
+  if (typeof parsed.error?.message === 'string') return { message: parsed.error.message, quotaSpent, parsed };
+  if (typeof parsed.message === 'string') return { message: parsed.message, quotaSpent, parsed };
+  return { message: text.slice(0, 500), quotaSpent, parsed };
 }

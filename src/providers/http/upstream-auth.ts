@@ -10,8 +10,8 @@ export interface OutgoingRequest {
 
 /**
  * How a provider authenticates its requests: the headers it adds to each. A provider passes one to its
- * HttpTransport: bearer (OpenAI and its compatibles), Anthropic's `x-api-key` with `anthropic-version`;
- * Azure's `api-key` and SigV4 are further implementations of the same shape.
+ * HttpTransport: bearer (OpenAI and its compatibles), Anthropic's `x-api-key` with `anthropic-version`,
+ * Azure's `api-key`; SigV4 is a further implementation of the same shape.
  */
 export interface UpstreamAuth {
   headers(request: OutgoingRequest): Readonly<Record<string, string>>;
@@ -33,5 +33,11 @@ export function anthropicAuth(key: string | undefined, version: string): Upstrea
   const headers: Record<string, string> = { 'anthropic-version': version };
   if (key) headers['x-api-key'] = key;
   Object.freeze(headers);
+  return { headers: () => headers };
+}
+
+/** Azure OpenAI's `api-key` header (none without a key); never an Authorization header. */
+export function azureApiKeyAuth(key: string | undefined): UpstreamAuth {
+  const headers = key ? Object.freeze({ 'api-key': key }) : NO_HEADERS;
   return { headers: () => headers };
 }

@@ -1,7 +1,7 @@
 import { FormData } from 'undici';
 import { CatalogEntry, OpenAiCompatibleProviderConfig, OutputLimitField } from '../../config/gateway-config.schema';
 import { ChatCompletion } from '../chat-contract';
-import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
+import { discardBody, HttpTransport, readJsonBody, TransportConfig, TransportHooks, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
 import { bearerAuth } from '../http/upstream-auth';
 import { UpstreamFailure } from '../upstream-failure';
@@ -27,14 +27,28 @@ const PATHS: Record<Exclude<UpstreamOperation, 'count_tokens'>, string> = {
 // OpenAI has no token-count endpoint: this provider never asks for one.
 const openAiPath = (operation: UpstreamOperation): string => PATHS[operation as Exclude<UpstreamOperation, 'count_tokens'>];
 
-/** OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches. */
+/** OpenAI's transport: a bearer key, its endpoints under base_url. */
+export function openAiHooks(config: Pick<OpenAiCompatibleProviderConfig, 'api_key_env'>, env: NodeJS.ProcessEnv = process.env): TransportHooks {
+  const key = config.api_key_env ? env[config.api_key_env] : undefined;
+  return { auth: bearerAuth(key), path: openAiPath };
+}
+
+/** What the provider reads of its config: where and how to connect, and the one output-limit field its server takes. */
+export interface OpenAiShapedConfig extends TransportConfig {
+  api_key_env?: string;
+  output_limit_field?: OutputLimitField;
+}
+
+/**
+ * OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches; and, with
+ * another transport (`hooks`: its auth and paths), any upstream whose bodies are OpenAI's (Azure OpenAI).
+ */
 export class OpenAiCompatibleProvider implements UpstreamProvider {
   private readonly transport: HttpTransport;
   private readonly limitField: OutputLimitField | undefined;
 
-  constructor(readonly name: string, config: OpenAiCompatibleProviderConfig, env: NodeJS.ProcessEnv = process.env) {
-    const key = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.transport = new HttpTransport(name, config, { auth: bearerAuth(key), path: openAiPath });
+  constructor(readonly name: string, config: OpenAiShapedConfig, hooks: TransportHooks = openAiHooks(config)) {
+    this.transport = new HttpTransport(name, config, hooks);
     this.limitField = config.output_limit_field;
   }
 
