@@ -38,6 +38,7 @@ export type GeminiFailureMode =
   | 'status500' // INTERNAL
   | 'status503' // UNAVAILABLE ("The model is overloaded")
   | 'cutStream' // a stream: N events (default: half of them), then the socket is destroyed; JSON: part of the body, then destroyed
+  | 'endEarly' // a stream: N events (default: half of them), then the body ends cleanly, no finishReason sent; JSON: as normal
   | 'errorEvent' // a stream: N events (default: half of them), then `data: {"error": {500 INTERNAL}}` and the end; JSON: a 500
   | 'reset' // the socket is destroyed before any answer
   | 'hang'; // never answers
@@ -378,11 +379,12 @@ export class FakeGemini {
     const writer = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
     // Google ends each event with CRLF CRLF; the random framing writes LF and picks its own line ends.
     const event = (data: unknown) => `data: ${JSON.stringify(data)}${this.sseFraming === 'exact' ? '\r\n\r\n' : '\n\n'}`;
-    const faultAt = mode === 'cutStream' || mode === 'errorEvent' ? Math.min(this.faultAfterEvents ?? Math.floor(responses.length / 2), responses.length) : Infinity;
+    const faultAt = mode === 'cutStream' || mode === 'errorEvent' || mode === 'endEarly' ? Math.min(this.faultAfterEvents ?? Math.floor(responses.length / 2), responses.length) : Infinity;
     for (let i = 0; i < responses.length; i++) {
       if (res.destroyed) return;
       if (i === faultAt || (i > 0 && this.chunkDelayMs)) await writer.flush();
       if (i === faultAt && mode === 'cutStream') return destroy();
+      if (i === faultAt && mode === 'endEarly') return void res.end();
       if (i === faultAt) return writer.end(event({ error: { code: 500, message: STATUS_OF.status500.message, status: 'INTERNAL' } }));
       if (i > 0 && this.chunkDelayMs) await sleep(this.chunkDelayMs);
       if (res.destroyed) return;
