@@ -20,7 +20,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 
-export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'azure-openai', 'local'] as const;
+export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'gemini', 'azure-openai', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** OpenAI's current output-limit field, and the older one that reasoning models refuse but some servers alone know. */
 export const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
@@ -115,6 +115,20 @@ export class AzureOpenAiProviderConfig extends ProviderConfigBase {
   output_limit_field?: OutputLimitField;
 }
 
+/** Google's Gemini API (DESIGN.md section 11): generateContent and streamGenerateContent, `x-goog-api-key`; chat models only. */
+export class GeminiProviderConfig extends ProviderConfigBase {
+  static kinds: readonly ModelKind[] = ['chat'];
+  declare type: 'gemini';
+
+  /** Without a version path: `https://generativelanguage.googleapis.com`. */
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  base_url: string;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) api_key_env?: string;
+
+  @IsInt() @Min(1) max_connections = 256;
+}
+
 /** The built-in engines: dev-echo chat, espeak-ng speech, pocketsphinx transcription (`timeouts.request_ms` bounds an engine's run). */
 export class LocalProviderConfig extends ProviderConfigBase {
   static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
@@ -122,13 +136,14 @@ export class LocalProviderConfig extends ProviderConfigBase {
 }
 
 /** A provider's config, typed by its `type` (docs/configuration.md, "providers.<name>"). */
-export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | AzureOpenAiProviderConfig | LocalProviderConfig;
+export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | GeminiProviderConfig | AzureOpenAiProviderConfig | LocalProviderConfig;
 
 /** Each type's config class: the keys it takes, and (`kinds`) the kinds of catalog model it serves. */
 export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<ProviderConfig, { type: T }>) & { kinds: readonly ModelKind[] } } = {
   'openai-compatible': OpenAiCompatibleProviderConfig,
   anthropic: AnthropicProviderConfig,
   'azure-openai': AzureOpenAiProviderConfig,
+  gemini: GeminiProviderConfig,
   local: LocalProviderConfig,
 };
 

@@ -3,6 +3,7 @@ import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ProviderConfig } from '../config/gateway-config.schema';
 import { AnthropicProvider } from './anthropic/anthropic.provider';
 import { AzureOpenAiProvider } from './azure-openai/azure-openai.provider';
+import { GeminiProvider } from './gemini/gemini.provider';
 import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
 import { TokenCountUpstream, UpstreamProvider } from './upstream-provider';
@@ -19,6 +20,8 @@ function providerFor(name: string, config: ProviderConfig): ClosableProvider {
       return new AnthropicProvider(name, config);
     case 'azure-openai':
       return new AzureOpenAiProvider(name, config);
+    case 'gemini':
+      return new GeminiProvider(name, config);
     case 'local':
       return new LocalProvider(name, config);
   }

@@ -11,7 +11,7 @@ export interface OutgoingRequest {
 /**
  * How a provider authenticates its requests: the headers it adds to each. A provider passes one to its
  * HttpTransport: bearer (OpenAI and its compatibles), Anthropic's `x-api-key` with `anthropic-version`,
- * Azure's `api-key`; SigV4 is a further implementation of the same shape.
+ * Gemini's `x-goog-api-key`, Azure's `api-key` (Bedrock signs with SigV4 through the AWS SDK instead).
  */
 export interface UpstreamAuth {
   headers(request: OutgoingRequest): Readonly<Record<string, string>>;
@@ -39,5 +39,11 @@ export function anthropicAuth(key: string | undefined, version: string): Upstrea
 /** Azure OpenAI's `api-key` header (none without a key); never an Authorization header. */
 export function azureApiKeyAuth(key: string | undefined): UpstreamAuth {
   const headers = key ? Object.freeze({ 'api-key': key }) : NO_HEADERS;
+  return { headers: () => headers };
+}
+
+/** Google's `x-goog-api-key` (https://ai.google.dev/gemini-api/docs/api-key); none without a key. */
+export function googleApiKeyAuth(key: string | undefined): UpstreamAuth {
+  const headers = key ? Object.freeze({ 'x-goog-api-key': key }) : NO_HEADERS;
   return { headers: () => headers };
 }

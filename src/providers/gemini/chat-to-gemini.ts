@@ -1,0 +1,197 @@
+import type { CatalogEntry } from '../../config/gateway-config.schema';
+import type { ChatRequestBody } from '../upstream-provider';
+import { GeminiContent, GeminiPart, GeminiRequest } from './gemini-wire';
+
+type Json = Record<string, unknown>;
+
+/**
+ * chat's reasoning_effort as a thinking budget in tokens (DESIGN.md section 11, docs/configuration.md "gemini"):
+ * within Gemini 2.5 Flash's range (0 to 24,576; Pro's starts at 128), so every level is valid on both. `none` turns
+ * thinking off (budget 0: Flash models only; Pro refuses it, and that 400 passes through). Without reasoning_effort
+ * no thinkingConfig is sent: the model's own default (dynamic thinking) holds.
+ */
+export const THINKING_BUDGET: Record<string, number> = { minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 24576 };
+
+/** fileData's mimeType for a URL whose extension says it (Gemini's supported image and document types). */
+const MIME_BY_EXTENSION: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+  heif: 'image/heif',
+  pdf: 'application/pdf',
+};
+
+/**
+ * A chat completion request as a generateContent request (DESIGN.md section 11, docs/configuration.md "gemini"):
+ * system and developer messages into systemInstruction; the conversation into `contents` of role user and model
+ * (consecutive turns of one role joined); images as inlineData (data: URLs) or fileData; assistant tool calls as
+ * functionCall parts and tool results as functionResponse parts of a user turn (named after the call they
+ * answer); function tools with their full JSON Schema (parametersJsonSchema); tool_choice as
+ * functionCallingConfig; the output limit (the body's, else the model's max_output_tokens), temperature,
+ * top_p, stop, n, seed, penalties, JSON output and reasoning_effort in generationConfig.
+ */
+export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): GeminiRequest {
+  const system: GeminiPart[] = [];
+  const contents: GeminiContent[] = [];
+  /** The function named by each tool-call id seen so far: a tool message names only the call it answers. */
+  const callNames = new Map<string, string>();
+  for (const message of Array.isArray(body.messages) ? (body.messages as Json[]) : []) {
+    if (message && typeof message === 'object') appendMessage(system, contents, callNames, message);
+  }
+  const request: GeminiRequest = { contents, generationConfig: generationConfig(body, model) };
+  if (system.length > 0) request.systemInstruction = { parts: system };
+  const declarations = functionDeclarations(body.tools);
+  if (declarations.length > 0) {
+    request.tools = [{ functionDeclarations: declarations }];
+    const config = functionCallingConfig(body.tool_choice);
+    if (config) request.toolConfig = { functionCallingConfig: config };
+  }
+  return request;
+}
+
+function generationConfig(body: ChatRequestBody, model: CatalogEntry): Json {
+  const config: Json = {};
+  const limit = [body.max_completion_tokens, body.max_tokens].find((v) => typeof v === 'number' && v >= 1) ?? model.max_output_tokens;
+  if (typeof limit === 'number') config.maxOutputTokens = limit;
+  if (typeof body.temperature === 'number') config.temperature = body.temperature;
+  if (typeof body.top_p === 'number') config.topP = body.top_p;
+  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  if (stop.length > 0) config.stopSequences = stop;
+  if (typeof body.n === 'number' && body.n > 1) config.candidateCount = body.n;
+  if (typeof body.seed === 'number') config.seed = body.seed;
+  if (typeof body.presence_penalty === 'number') config.presencePenalty = body.presence_penalty;
+  if (typeof body.frequency_penalty === 'number') config.frequencyPenalty = body.frequency_penalty;
+  const format = body.response_format as Json | undefined;
+  if (format?.type === 'json_object') config.responseMimeType = 'application/json';
+  if (format?.type === 'json_schema') {
+    config.responseMimeType = 'application/json';
+    const schema = (format.json_schema as Json | undefined)?.schema;
+    if (schema && typeof schema === 'object') config.responseJsonSchema = schema;
+  }
+  const effort = body.reasoning_effort;
+  if (effort === 'none') config.thinkingConfig = { thinkingBudget: 0 };
+  else if (typeof effort === 'string' && THINKING_BUDGET[effort] !== undefined) config.thinkingConfig = { thinkingBudget: THINKING_BUDGET[effort], includeThoughts: true };
+  return config;
+}
+
+function appendMessage(system: GeminiPart[], contents: GeminiContent[], callNames: Map<string, string>, message: Json): void {
+  switch (message.role) {
+    case 'system':
+    case 'developer': {
+      const text = textOf(message.content);
+      if (text !== '') system.push({ text });
+      return;
+    }
+    case 'assistant':
+      return appendTurn(contents, 'model', modelParts(message, callNames));
+    case 'tool': {
+      const id = String(message.tool_call_id ?? '');
+      const name = callNames.get(id) ?? (typeof message.name === 'string' ? message.name : id);
+      return appendTurn(contents, 'user', [{ functionResponse: { name, response: responseOf(textOf(message.content)) } }]);
+    }
+    case 'function':
+      // The legacy function role names its function.
+      return appendTurn(contents, 'user', [{ functionResponse: { name: String(message.name ?? ''), response: responseOf(textOf(message.content)) } }]);
+    default:
+      return appendTurn(contents, 'user', userParts(message.content));
+  }
+}
+
+/** Gemini wants turns to alternate between user and model: consecutive messages of one role join one turn. */
+function appendTurn(contents: GeminiContent[], role: 'user' | 'model', parts: GeminiPart[]): void {
+  if (parts.length === 0) return;
+  const last = contents[contents.length - 1];
+  if (last?.role === role && last.parts) last.parts.push(...parts);
+  else contents.push({ role, parts });
+}
+
+function userParts(content: unknown): GeminiPart[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ text: content }];
+  if (!Array.isArray(content)) return [];
+  const parts: GeminiPart[] = [];
+  for (const part of content as Json[]) {
+    if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '') parts.push({ text: part.text });
+    else if (part?.type === 'image_url') {
+      const image = imagePart(part.image_url);
+      if (image) parts.push(image);
+    }
+  }
+  return parts;
+}
+
+/** A chat image part: a base64 `data:` URL inline, any other URL as fileData (with its type when the extension says it). */
+function imagePart(imageUrl: unknown): GeminiPart | null {
+  const url = typeof imageUrl === 'string' ? imageUrl : typeof (imageUrl as Json)?.url === 'string' ? ((imageUrl as Json).url as string) : '';
+  if (url === '') return null;
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { inlineData: { mimeType: data[1], data: data[2] } };
+  const extension = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
+  const mimeType = extension ? MIME_BY_EXTENSION[extension] : undefined;
+  return { fileData: { fileUri: url, ...(mimeType && { mimeType }) } };
+}
+
+function modelParts(message: Json, callNames: Map<string, string>): GeminiPart[] {
+  const parts: GeminiPart[] = [];
+  const text = textOf(message.content);
+  if (text !== '') parts.push({ text });
+  for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
+    const fn = (call?.function ?? {}) as Json;
+    const name = String(fn.name ?? '');
+    if (typeof call?.id === 'string') callNames.set(call.id, name);
+    parts.push({ functionCall: { name, args: objectOf(fn.arguments) ?? {} } });
+  }
+  return parts;
+}
+
+/** A tool result as functionResponse.response: the result's JSON object as it is, any other text under `result`. */
+function responseOf(text: string): Json {
+  return objectOf(text) ?? { result: text };
+}
+
+function objectOf(text: unknown): Json | null {
+  if (typeof text !== 'string' || text.trim() === '') return null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Json) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A message's text: a string, or its text parts joined. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as Json[])
+    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join('');
+}
+
+/** Function tools as declarations; parametersJsonSchema takes full JSON Schema, which `parameters` (OpenAPI's subset) does not. */
+function functionDeclarations(tools: unknown): Json[] {
+  if (!Array.isArray(tools)) return [];
+  const out: Json[] = [];
+  for (const tool of tools as Json[]) {
+    if (tool?.type !== 'function') continue;
+    const fn = (tool.function ?? {}) as Json;
+    out.push({
+      name: String(fn.name ?? ''),
+      ...(typeof fn.description === 'string' && { description: fn.description }),
+      ...(typeof fn.parameters === 'object' && fn.parameters !== null && { parametersJsonSchema: fn.parameters as Json }),
+    });
+  }
+  return out;
+}
+
+/** chat's tool_choice as functionCallingConfig: auto → AUTO, required → ANY, none → NONE, a named function → ANY with that name allowed. */
+function functionCallingConfig(choice: unknown): { mode: 'AUTO' | 'ANY' | 'NONE'; allowedFunctionNames?: string[] } | undefined {
+  if (choice === 'auto') return { mode: 'AUTO' };
+  if (choice === 'required') return { mode: 'ANY' };
+  if (choice === 'none') return { mode: 'NONE' };
+  const name = choice && typeof choice === 'object' ? ((choice as Json).function as Json | undefined)?.name : undefined;
+  return typeof name === 'string' ? { mode: 'ANY', allowedFunctionNames: [name] } : undefined;
+}

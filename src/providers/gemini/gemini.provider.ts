@@ -1,0 +1,55 @@
+import { CatalogEntry, GeminiProviderConfig } from '../../config/gateway-config.schema';
+import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
+import { SseReader } from '../http/sse-reader';
+import { googleApiKeyAuth } from '../http/upstream-auth';
+import { UpstreamFailure } from '../upstream-failure';
+import { ChatRequestBody, ChatUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
+import { geminiRequest } from './chat-to-gemini';
+import { chunksOfGeminiEvents, completionOfResponse } from './gemini-to-chat';
+import { GeminiResponse } from './gemini-wire';
+
+/** Gemini's endpoints under the provider's base_url (`https://generativelanguage.googleapis.com`): the model is in the path. */
+export function geminiPath(operation: UpstreamOperation, upstreamModel: string): string {
+  const model = upstreamModel.replace(/^models\//, '');
+  return operation === 'chat_stream' ? `/v1beta/models/${model}:streamGenerateContent?alt=sse` : `/v1beta/models/${model}:generateContent`;
+}
+
+/**
+ * Google's Gemini API (DESIGN.md section 11, docs/configuration.md "gemini"): generateContent and
+ * streamGenerateContent with `x-goog-api-key`. Every client's request arrives as a chat body and is translated
+ * (chat-to-gemini.ts); the answer and the stream are read back into the chat contract (gemini-to-chat.ts), usage
+ * in chat's token classes. Errors ({error: {code, message, status}}) are mapped by the transport: 429
+ * RESOURCE_EXHAUSTED is retried on another deployment, 5xx (503 UNAVAILABLE) too, other 4xx pass through.
+ */
+export class GeminiProvider implements ChatUpstream {
+  private readonly transport: HttpTransport;
+
+  constructor(readonly name: string, config: GeminiProviderConfig, env: NodeJS.ProcessEnv = process.env) {
+    const key = config.api_key_env ? env[config.api_key_env] : undefined;
+    this.transport = new HttpTransport(name, config, { auth: googleApiKeyAuth(key), path: geminiPath });
+  }
+
+  async chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson> {
+    const request = geminiRequest(body, model);
+    const answer = await this.transport.post('chat', body.model, JSON.stringify(request), signal, 'application/json');
+    const parsed = await readJsonBody(this.name, answer.body);
+    if (!Array.isArray(parsed.candidates) && !(parsed.promptFeedback && typeof parsed.promptFeedback === 'object')) {
+      throw new UpstreamFailure('bad_response', `Upstream ${this.name} sent an answer without candidates.`);
+    }
+    return { body: completionOfResponse(parsed as GeminiResponse) };
+  }
+
+  async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
+    const request = geminiRequest(body, model);
+    const answer = await this.transport.post('chat_stream', body.model, JSON.stringify(request), signal, 'application/json');
+    if (!answer.contentType.startsWith('text/event-stream')) {
+      discardBody(answer.body);
+      throw new UpstreamFailure('bad_response', `Upstream ${this.name} answered a stream request with ${answer.contentType || 'no content type'}.`);
+    }
+    return chunksOfGeminiEvents(this.name, new SseReader(this.name, answer.body));
+  }
+
+  close(): Promise<void> {
+    return this.transport.close();
+  }
+}

@@ -1,0 +1,188 @@
+import { ApiError, FunctionCallingConfigMode, GoogleGenAI } from '@google/genai';
+import { fakeTokenCount } from './support/fake-anthropic';
+import { FakeGemini, startFakeGemini } from './support/fake-gemini';
+
+// The fake Gemini upstream is only useful if Google's own client accepts what it says.
+describe('fake Gemini upstream (self-check with @google/genai)', () => {
+  let fake: FakeGemini;
+  let ai: GoogleGenAI;
+
+  beforeAll(async () => {
+    fake = await startFakeGemini();
+    ai = client(fake.apiKey);
+  });
+  afterAll(() => fake.close());
+  beforeEach(() => {
+    fake.resetState();
+    // @google/genai splits events on blank lines only: Google's own framing (CRLF CRLF, one write per event).
+    fake.sseFraming = 'exact';
+  });
+
+  function client(apiKey: string): GoogleGenAI {
+    // The SDK's own `fetch` option: its default dispatcher reads Node's global undici dispatcher, which jest's
+    // sandbox does not see. Requests, answers and stream parsing are the SDK's as ever; no retries unless asked.
+    return new GoogleGenAI({ apiKey, httpOptions: { baseUrl: fake.url, apiVersion: 'v1beta', fetch: (input, init) => fetch(input, init) } });
+  }
+
+  const weather = {
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parametersJsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  };
+
+  it('answers generateContent with text and usage computed from the request, and records it with the key header', async () => {
+    const response = await ai.models.generateContent({
+      model: 'gemini-2.5-flash',
+      contents: 'Say hello, please.',
+      config: { systemInstruction: 'Be brief.', maxOutputTokens: 100, temperature: 0.3 },
+    });
+    expect(response.text).toBe(FakeGemini.defaultReply().text);
+    expect(response.candidates?.[0]).toMatchObject({ finishReason: 'STOP', content: { role: 'model' } });
+    const prompt = fakeTokenCount('Say hello, please.') + fakeTokenCount('Be brief.');
+    expect(response.usageMetadata).toMatchObject({ promptTokenCount: prompt, candidatesTokenCount: fakeTokenCount(FakeGemini.defaultReply().text) });
+    expect(response.usageMetadata?.totalTokenCount).toBe(prompt + fakeTokenCount(FakeGemini.defaultReply().text));
+    const [seen] = fake.requests;
+    expect(seen.path).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
+    expect(seen.headers['x-goog-api-key']).toBe(fake.apiKey);
+    expect(seen.body).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Say hello, please.' }] }], systemInstruction: { parts: [{ text: 'Be brief.' }] }, generationConfig: { maxOutputTokens: 100, temperature: 0.3 } });
+  });
+
+  it('streams with alt=sse, no end marker: the pieces add up to the JSON answer, usage on the last event', async () => {
+    fake.reply = { text: 'One two three four five six seven eight nine ten.', thought: 'Counting is easy.' };
+    const request = { model: 'gemini-2.5-flash', contents: 'Count to ten.', config: { thinkingConfig: { thinkingBudget: 1024, includeThoughts: true } } };
+    const json = await ai.models.generateContent(request);
+    const stream = await ai.models.generateContentStream(request);
+    let text = '';
+    let thoughts = '';
+    let events = 0;
+    let last: any;
+    for await (const chunk of stream) {
+      events++;
+      for (const part of chunk.candidates?.[0]?.content?.parts ?? []) {
+        if (part.thought) thoughts += part.text ?? '';
+        else text += part.text ?? '';
+      }
+      last = chunk;
+    }
+    expect(events).toBeGreaterThan(3);
+    expect(text).toBe(fake.reply.text);
+    expect(thoughts).toBe('Counting is easy.');
+    expect(last.candidates[0].finishReason).toBe('STOP');
+    expect(last.usageMetadata).toEqual(json.usageMetadata);
+    expect(json.usageMetadata?.thoughtsTokenCount).toBe(fakeTokenCount('Counting is easy.'));
+    expect(fake.requests[1].path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent');
+    expect(fake.requests[1].query).toBe('?alt=sse');
+    expect(fake.requests[1].finished).toBe(true);
+  });
+
+  it('counts thoughts without sending them when includeThoughts is off, and none with thinkingBudget 0', async () => {
+    fake.reply = { text: 'Done.', thought: 'Some private reasoning here.' };
+    const quiet = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Go', config: { thinkingConfig: { thinkingBudget: 2048 } } });
+    expect(quiet.candidates?.[0]?.content?.parts).toEqual([{ text: 'Done.' }]);
+    expect(quiet.usageMetadata?.thoughtsTokenCount).toBe(fakeTokenCount('Some private reasoning here.'));
+    const off = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Go', config: { thinkingConfig: { thinkingBudget: 0 } } });
+    expect(off.usageMetadata?.thoughtsTokenCount).toBeUndefined();
+  });
+
+  it('calls functions (JSON and streamed) and takes the function response back', async () => {
+    fake.reply = { text: '', functionCalls: [{ name: 'get_weather', args: { city: 'Zürich', units: ['c'] } }] };
+    const request = {
+      model: 'gemini-2.5-flash',
+      contents: 'Weather in Zürich?',
+      config: { tools: [{ functionDeclarations: [weather] }], toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY, allowedFunctionNames: ['get_weather'] } } },
+    };
+    const response = await ai.models.generateContent(request);
+    expect(response.functionCalls).toEqual([{ name: 'get_weather', args: { city: 'Zürich', units: ['c'] } }]);
+    const streamed = await ai.models.generateContentStream(request);
+    const calls: unknown[] = [];
+    for await (const chunk of streamed) calls.push(...(chunk.functionCalls ?? []));
+    expect(calls).toEqual(response.functionCalls);
+
+    fake.reply = { text: 'It is sunny in Zürich.' };
+    const answer = await ai.models.generateContent({
+      model: 'gemini-2.5-flash',
+      contents: [
+        { role: 'user', parts: [{ text: 'Weather in Zürich?' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Zürich' } } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { result: 'sunny' } } }] },
+      ],
+      config: { tools: [{ functionDeclarations: [weather] }] },
+    });
+    expect(answer.text).toBe('It is sunny in Zürich.');
+    expect(fake.requests[2].body.contents[2].parts[0].functionResponse).toEqual({ name: 'get_weather', response: { result: 'sunny' } });
+  });
+
+  it('reports cachedContentTokenCount for a named cachedContent (inside promptTokenCount) and for a repeated prefix', async () => {
+    fake.cachedContents.set('cachedContents/abc123', 4000);
+    const explicit = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Summarise the document.', config: { cachedContent: 'cachedContents/abc123' } });
+    expect(explicit.usageMetadata).toMatchObject({ cachedContentTokenCount: 4000, promptTokenCount: 4000 + fakeTokenCount('Summarise the document.') });
+    fake.implicitCacheMinTokens = 50;
+    const long = 'A very long shared preamble for every request. '.repeat(10);
+    const ask = () => ai.models.generateContent({ model: 'gemini-2.5-flash', contents: [{ role: 'user', parts: [{ text: long }] }, { role: 'model', parts: [{ text: 'OK.' }] }, { role: 'user', parts: [{ text: `Q${fake.requests.length}` }] }] });
+    expect((await ask()).usageMetadata?.cachedContentTokenCount).toBeUndefined();
+    expect((await ask()).usageMetadata?.cachedContentTokenCount).toBe(fakeTokenCount(long) + fakeTokenCount('OK.'));
+  });
+
+  it('finishes MAX_TOKENS when maxOutputTokens cuts the text, and blocks a prompt with promptFeedback', async () => {
+    fake.reply = { text: 'one two three four five six' };
+    const cut = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Go', config: { maxOutputTokens: 3 } });
+    expect(cut.text).toBe('one two three');
+    expect(cut.candidates?.[0]?.finishReason).toBe('MAX_TOKENS');
+    fake.reply = { text: '', blockReason: 'SAFETY' };
+    const blocked = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Go' });
+    expect(blocked.candidates).toBeUndefined();
+    expect(blocked.promptFeedback?.blockReason).toBe('SAFETY');
+  });
+
+  it('answers errors in Google\'s shape: bad key 400 API_KEY_INVALID, no key 403, unknown model 404, bad bodies 400', async () => {
+    const status = async (p: Promise<unknown>) => {
+      const err = (await p.catch((e) => e)) as ApiError;
+      expect(err).toBeInstanceOf(ApiError);
+      return { status: err.status, body: JSON.parse(err.message) };
+    };
+    const bad = await status(client('wrong').models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi' }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ reason: 'API_KEY_INVALID' }] });
+    const noKey = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', body: JSON.stringify({ contents: [{ parts: [{ text: 'Hi' }] }] }) });
+    expect(noKey.status).toBe(403);
+    expect(((await noKey.json()) as any).error.status).toBe('PERMISSION_DENIED');
+    const byQuery = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent?key=${fake.apiKey}`, { method: 'POST', body: JSON.stringify({ contents: [{ parts: [{ text: 'Hi' }] }] }) });
+    expect(byQuery.status).toBe(200);
+    const missing = await status(ai.models.generateContent({ model: 'gemini-0-nope', contents: 'Hi' }));
+    expect(missing).toMatchObject({ status: 404, body: { error: { status: 'NOT_FOUND', message: expect.stringContaining('models/gemini-0-nope is not found') } } });
+    const role = await status(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: [{ role: 'assistant', parts: [{ text: 'Hi' }] }] }));
+    expect(role).toMatchObject({ status: 400, body: { error: { message: 'Please use a valid role: user, model.' } } });
+    const unnamed = await status(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: [{ role: 'user', parts: [{ functionResponse: { response: { a: 1 } } }] }] }));
+    expect(unnamed.body.error.message).toContain('function_response.name: Name cannot be empty');
+    const empty = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': fake.apiKey }, body: JSON.stringify({ contents: [] }) });
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as any).error.message).toContain('contents is not specified');
+  });
+
+  it('fails on demand: 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, an in-stream error, a cut stream', async () => {
+    fake.failNext('status429');
+    const limited = (await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi' }).catch((e) => e)) as ApiError;
+    expect(limited.status).toBe(429);
+    expect(JSON.parse(limited.message).error.status).toBe('RESOURCE_EXHAUSTED');
+    fake.failNext('status503');
+    expect(((await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi' }).catch((e) => e)) as ApiError).status).toBe(503);
+
+    fake.reply = { text: 'one two three four five six seven eight nine ten eleven twelve' };
+    fake.faultAfterEvents = 2;
+    fake.failNext('errorEvent');
+    const seen: string[] = [];
+    const failed = await (async () => {
+      for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'Count' })) seen.push(chunk.text ?? '');
+    })().catch((e) => e);
+    expect(failed).toBeInstanceOf(ApiError);
+    expect((failed as ApiError).status).toBe(500);
+    expect(seen).toHaveLength(2);
+
+    fake.failNext('cutStream');
+    const cut = await (async () => {
+      for await (const _ of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'Count' })) void _;
+    })().catch((e) => e);
+    // The socket closed mid-body: fetch's own TypeError ("terminated"), from outside jest's realm.
+    expect(String((cut as Error).message)).toMatch(/terminated|Incomplete JSON segment/);
+  });
+});
