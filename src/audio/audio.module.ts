@@ -11,9 +11,10 @@ import { SpeechRelay } from './speech-relay';
 import { TranscriptionRequestPipe } from './transcription-request.pipe';
 import { TranscriptionController } from './transcription.controller';
 import { TranscriptionUploadInterceptor } from './transcription-upload.interceptor';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
 
 @Module({
-  imports: [EntitlementsModule, MetricsModule, ModelsModule, RoutingModule],
+  imports: [EntitlementsModule, MetricsModule, ModelsModule, RoutingModule, IdempotencyModule],
   controllers: [TranscriptionController, SpeechController],
   providers: [AudioService, SpeechRelay, SpeechRequestPipe, TranscriptionRequestPipe, MultipartRequestGuard, TranscriptionUploadInterceptor],
 })

@@ -8,9 +8,10 @@ import { ChatRequestPipe } from './chat-request.pipe';
 import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { IgnoredParamsReport } from './ignored-params';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
 
 @Module({
-  imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule],
+  imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule, IdempotencyModule],
   controllers: [ChatController],
   providers: [ChatService, ChatRequestPipe, IgnoredParamsReport],
   // The Responses and Messages APIs are served by the same hold, upstream call and charge, and name what they ignore alike.

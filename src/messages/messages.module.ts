@@ -7,13 +7,14 @@ import { ProvidersModule } from '../providers/providers.module';
 import { MalformedToolArguments } from './malformed-tool-arguments';
 import { CountTokensRequestPipe, MessagesRequestPipe } from './messages-request.pipe';
 import { MessagesController } from './messages.controller';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
 
 /**
  * POST /v1/messages over chat: ChatService holds, calls the upstream and charges; the pipes and the event stream
  * translate, or pass Anthropic's own body and events through for an `anthropic` upstream (count_tokens asks it).
  */
 @Module({
-  imports: [ChatModule, BurstLimitModule, ModelsModule, MetricsModule, ProvidersModule],
+  imports: [ChatModule, BurstLimitModule, ModelsModule, MetricsModule, ProvidersModule, IdempotencyModule],
   controllers: [MessagesController],
   providers: [MessagesRequestPipe, CountTokensRequestPipe, MalformedToolArguments],
 })
