@@ -2,6 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ProviderConfig } from '../config/gateway-config.schema';
 import { AnthropicProvider } from './anthropic/anthropic.provider';
+import { BedrockProvider } from './bedrock/bedrock.provider';
 import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
 import { TokenCountUpstream, UpstreamProvider } from './upstream-provider';
@@ -16,6 +17,8 @@ function providerFor(name: string, config: ProviderConfig): ClosableProvider {
       return new OpenAiCompatibleProvider(name, config);
     case 'anthropic':
       return new AnthropicProvider(name, config);
+    case 'bedrock':
+      return new BedrockProvider(name, config);
     case 'local':
       return new LocalProvider(name, config);
   }
