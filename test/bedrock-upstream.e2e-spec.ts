@@ -20,6 +20,7 @@ const UPSTREAM = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
 const PRICES = { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 };
 const CLAUDE: PricedModel = { id: 'bedrock-claude', ...PRICES, maxOutput: 8192 };
 const CACHED: PricedModel = { id: 'bedrock-claude-auto-cache', ...PRICES, maxOutput: 8192 };
+const SLOW: PricedModel = { id: 'bedrock-claude-slow', ...PRICES, maxOutput: 8192 };
 const FAILOVER: PricedModel = { id: 'bedrock-claude-failover', ...PRICES, maxOutput: 8192 };
 
 function catalogEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
@@ -44,8 +45,10 @@ describe('bedrock upstream', () => {
           secret_access_key_env: SECRET_ENV,
           timeouts: { connect_ms: 1000, request_ms: 10_000 },
         };
+        raw.providers.aws_slow = { ...raw.providers.aws, timeouts: { connect_ms: 1000, request_ms: 300 } };
         raw.providers.openai2 = { type: 'openai-compatible', base_url: openai.url, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
         raw.catalog.push(catalogEntry(CLAUDE, { provider: 'aws', upstream_model: UPSTREAM }));
+        raw.catalog.push(catalogEntry(SLOW, { provider: 'aws_slow', upstream_model: UPSTREAM }));
         raw.catalog.push(catalogEntry(CACHED, { provider: 'aws', upstream_model: UPSTREAM, auto_cache: true }));
         raw.catalog.push(
           catalogEntry(FAILOVER, {
@@ -313,6 +316,16 @@ describe('bedrock upstream', () => {
     expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, reserved: 0n, ledgerSum: 10_000_000n, charges: [] });
     const rows = await waitForUsageRows(db, accountId, 1);
     expect(rows).toEqual([expect.objectContaining({ streamed: true, error_code: 'upstream_error', cost_micros: '0' })]);
+  });
+
+  it('gives up on a silent upstream after request_ms: 502 upstream_error, the request closed, nothing charged', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+    fake.failure = 'hang';
+    const res = await postChat(gw, key, { model: SLOW.id, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as any).error).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('did not answer in time') });
+    await fake.waitFor(() => fake.requests.length > 0 && fake.aborted().length === fake.requests.length);
+    expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, reserved: 0n, charges: [] });
   });
 
   it('closes the upstream request when the client leaves a stream', async () => {
