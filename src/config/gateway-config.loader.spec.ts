@@ -198,6 +198,37 @@ describe('validateGatewayConfig', () => {
     });
   });
 
+  describe('the bedrock type', () => {
+    const bedrock = (r: Raw, extra: Raw = {}) => {
+      r.providers.aws = { type: 'bedrock', region: 'us-east-1', access_key_id_env: 'AWS_KEY_ID', secret_access_key_env: 'AWS_SECRET', ...extra };
+    };
+
+    it('accepts a region with credentials from env vars or the default chain, an endpoint override and a chat entry', () => {
+      const raw = validRaw();
+      bedrock(raw, { base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com', session_token_env: 'AWS_TOKEN', max_connections: 8 });
+      raw.providers.chain = { type: 'bedrock', region: 'eu-west-3' };
+      raw.catalog.push({ ...raw.catalog[0], id: 'claude', provider: 'aws', upstream_model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', auto_cache: true });
+      expect(validateGatewayConfig(raw).providers.aws).toMatchObject({ type: 'bedrock', region: 'us-east-1', max_connections: 8, timeouts: { connect_ms: 2000, request_ms: 60000 } });
+    });
+
+    it.each<[string, (raw: Raw) => void, string]>([
+      ['a bedrock provider without region', (r) => bedrock(r, { region: undefined }), 'providers.aws.region'],
+      ['a region that is not one', (r) => bedrock(r, { region: 'virginia' }), 'providers.aws.region'],
+      ['an access key id without its secret', (r) => bedrock(r, { secret_access_key_env: undefined }), 'providers.aws.secret_access_key_env'],
+      ['an api_key_env (AWS signs with key pairs)', (r) => bedrock(r, { api_key_env: 'KEY' }), 'providers.aws.api_key_env: unknown key'],
+      [
+        'a transcription entry on bedrock, which serves chat only',
+        (r) => {
+          bedrock(r);
+          r.catalog[1].provider = 'aws';
+        },
+        'catalog[1].provider: provider "aws" is of type bedrock, which serves chat models, not transcription',
+      ],
+    ])('refuses %s at start, naming the field', (_name, edit, problem) => {
+      expect(problemsOf(edit)).toContain(problem);
+    });
+  });
+
   describe('the azure-openai type', () => {
     const withAzure = (fields: Raw = {}) => (r: Raw) => {
       r.providers.azure = { type: 'azure-openai', base_url: 'https://res.openai.azure.com', api_version: '2024-10-21', api_key_env: 'AZURE_OPENAI_API_KEY', ...fields };

@@ -20,7 +20,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 
-export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'gemini', 'azure-openai', 'local'] as const;
+export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'gemini', 'bedrock', 'azure-openai', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 /** OpenAI's current output-limit field, and the older one that reasoning models refuse but some servers alone know. */
 export const OUTPUT_LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
@@ -129,6 +129,38 @@ export class GeminiProviderConfig extends ProviderConfigBase {
   @IsInt() @Min(1) max_connections = 256;
 }
 
+/**
+ * Amazon Bedrock's Converse API through the AWS SDK (DESIGN.md section 11): SigV4 with static credentials from the
+ * named env vars, else the SDK's default credential chain; chat models only.
+ */
+export class BedrockProviderConfig extends ProviderConfigBase {
+  static kinds: readonly ModelKind[] = ['chat'];
+  declare type: 'bedrock';
+
+  /** The AWS region signed for and, without base_url, the endpoint's (`bedrock-runtime.<region>.amazonaws.com`). */
+  @IsString() @Matches(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: 'region must be an AWS region such as us-east-1' }) region: string;
+
+  /** An endpoint override (a VPC endpoint, a proxy, a test fake); unset: the region's. */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  base_url?: string;
+
+  /** Env var names of static credentials (both or neither); unset: the SDK's default chain (env, profile, IMDS, …). */
+  @ValidateIf((p: BedrockProviderConfig) => p.secret_access_key_env !== undefined || p.access_key_id_env !== undefined)
+  @IsString()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/)
+  access_key_id_env?: string;
+
+  @ValidateIf((p: BedrockProviderConfig) => p.secret_access_key_env !== undefined || p.access_key_id_env !== undefined)
+  @IsString()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/)
+  secret_access_key_env?: string;
+
+  @IsOptional() @IsString() @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/) session_token_env?: string;
+
+  @IsInt() @Min(1) max_connections = 256;
+}
+
 /** The built-in engines: dev-echo chat, espeak-ng speech, pocketsphinx transcription (`timeouts.request_ms` bounds an engine's run). */
 export class LocalProviderConfig extends ProviderConfigBase {
   static kinds: readonly ModelKind[] = ['chat', 'transcription', 'speech'];
@@ -136,7 +168,13 @@ export class LocalProviderConfig extends ProviderConfigBase {
 }
 
 /** A provider's config, typed by its `type` (docs/configuration.md, "providers.<name>"). */
-export type ProviderConfig = OpenAiCompatibleProviderConfig | AnthropicProviderConfig | GeminiProviderConfig | AzureOpenAiProviderConfig | LocalProviderConfig;
+export type ProviderConfig =
+  | OpenAiCompatibleProviderConfig
+  | AnthropicProviderConfig
+  | GeminiProviderConfig
+  | BedrockProviderConfig
+  | AzureOpenAiProviderConfig
+  | LocalProviderConfig;
 
 /** Each type's config class: the keys it takes, and (`kinds`) the kinds of catalog model it serves. */
 export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<ProviderConfig, { type: T }>) & { kinds: readonly ModelKind[] } } = {
@@ -144,6 +182,7 @@ export const PROVIDER_CONFIGS: { [T in ProviderType]: (new () => Extract<Provide
   anthropic: AnthropicProviderConfig,
   'azure-openai': AzureOpenAiProviderConfig,
   gemini: GeminiProviderConfig,
+  bedrock: BedrockProviderConfig,
   local: LocalProviderConfig,
 };
 
@@ -218,7 +257,7 @@ export class CatalogEntry {
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_input_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_output_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;
-  /** Anthropic: cache breakpoints added to requests that carry none (DESIGN.md section 11). */
+  /** Anthropic and Bedrock: cache breakpoints added to requests that carry none (DESIGN.md section 11). */
   @IsOptional() @IsBoolean() auto_cache?: boolean;
   /** Upper bound of the model's context, used to bound the prompt estimate. */
   @IsOptional() @IsInt() @Min(1) context_window?: number;

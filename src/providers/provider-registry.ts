@@ -4,6 +4,7 @@ import { CatalogEntry, GatewayConfig, ProviderConfig } from '../config/gateway-c
 import { AnthropicProvider } from './anthropic/anthropic.provider';
 import { AzureOpenAiProvider } from './azure-openai/azure-openai.provider';
 import { GeminiProvider } from './gemini/gemini.provider';
+import { BedrockProvider } from './bedrock/bedrock.provider';
 import { LocalProvider } from './local/local.provider';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible.provider';
 import { TokenCountUpstream, UpstreamProvider } from './upstream-provider';
@@ -22,6 +23,8 @@ function providerFor(name: string, config: ProviderConfig): ClosableProvider {
       return new AzureOpenAiProvider(name, config);
     case 'gemini':
       return new GeminiProvider(name, config);
+    case 'bedrock':
+      return new BedrockProvider(name, config);
     case 'local':
       return new LocalProvider(name, config);
   }
