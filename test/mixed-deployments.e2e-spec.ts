@@ -1,0 +1,99 @@
+import { DataSource } from 'typeorm';
+import { AdminClient } from './support/admin-client';
+import { classPriceFields, moneyOf, PricedModel, sdk } from './support/chat-support';
+import { FakeAnthropic } from './support/fake-anthropic';
+import { FakeBedrock } from './support/fake-bedrock';
+import { anthropic } from './support/messages-support';
+import { RawConfig, startTestApp, TestApp } from './support/test-app';
+
+/**
+ * One catalog model served by Claude on Anthropic and on Bedrock (issue 34, DESIGN.md section 11): a model's
+ * deployments may mix native types; a throttled or overloaded first deployment is served by the other type,
+ * charged once; a Messages client's body still reaches the `anthropic` deployment as sent.
+ */
+const CLAUDE: PricedModel = { id: 'claude-anywhere', input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75, maxOutput: 4096 };
+const BEDROCK_FIRST: PricedModel = { ...CLAUDE, id: 'claude-bedrock-first' };
+
+describe('deployments of different native types', () => {
+  let claude: FakeAnthropic, bedrock: FakeBedrock, gw: TestApp, admin: AdminClient, db: DataSource;
+
+  beforeAll(async () => {
+    claude = await new FakeAnthropic().start();
+    bedrock = await new FakeBedrock().start();
+    process.env.MIXED_ANTHROPIC_KEY = claude.apiKey;
+    process.env.MIXED_AWS_KEY_ID = bedrock.accessKeyId;
+    process.env.MIXED_AWS_SECRET = bedrock.secretAccessKey;
+    const entry = (m: PricedModel, deployments: unknown[]) => ({
+      id: m.id,
+      kind: 'chat',
+      input_price_per_million: m.input,
+      output_price_per_million: m.output,
+      ...classPriceFields(m),
+      max_output_tokens: m.maxOutput,
+      deployments,
+    });
+    const anthropicDeployment = (priority: number) => ({ provider: 'claude', upstream_model: 'claude-sonnet-4-5', priority });
+    const bedrockDeployment = (priority: number) => ({ provider: 'aws', upstream_model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', priority });
+    gw = await startTestApp({
+      config: (raw: RawConfig) => {
+        raw.providers.claude = { type: 'anthropic', base_url: claude.url, api_key_env: 'MIXED_ANTHROPIC_KEY', timeouts: { connect_ms: 1000, request_ms: 10_000 } };
+        raw.providers.aws = {
+          type: 'bedrock',
+          region: bedrock.region,
+          base_url: bedrock.url,
+          access_key_id_env: 'MIXED_AWS_KEY_ID',
+          secret_access_key_env: 'MIXED_AWS_SECRET',
+          timeouts: { connect_ms: 1000, request_ms: 10_000 },
+        };
+        raw.catalog.push(entry(CLAUDE, [anthropicDeployment(0), bedrockDeployment(1)]));
+        raw.catalog.push(entry(BEDROCK_FIRST, [bedrockDeployment(0), anthropicDeployment(1)]));
+        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
+      },
+    });
+    admin = new AdminClient(gw.url);
+    db = gw.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await claude?.close();
+    await bedrock?.close();
+  });
+  beforeEach(() => {
+    claude.resetState();
+    bedrock.resetState();
+  });
+
+  it('serves an Anthropic 529 from Bedrock (chat, then Messages), each charged once', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '5' });
+    claude.failNext('status529');
+    const completion = await sdk(gw, key).chat.completions.create({ model: CLAUDE.id, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(completion.choices[0].message.content).toBe(bedrock.reply.text);
+    expect(claude.requests).toHaveLength(1);
+    expect(bedrock.requests).toHaveLength(1);
+    expect(bedrock.requests[0].signatureValid).toBe(true);
+
+    claude.failNext('status529');
+    const message = await anthropic(gw, key).messages.create({ model: CLAUDE.id, max_tokens: 100, messages: [{ role: 'user', content: 'Hello' }] });
+    expect(message.content[0]).toMatchObject({ type: 'text', text: bedrock.reply.text });
+    expect(bedrock.requests).toHaveLength(2);
+    expect(bedrock.requests[1].body.messages).toEqual([{ role: 'user', content: [{ text: 'Hello' }] }]);
+    const money = await moneyOf(db, accountId);
+    expect(money.charges).toHaveLength(2);
+    expect(money.ledgerSum).toBe(money.balance);
+    expect(money.reserved).toBe(0n);
+  });
+
+  it('serves a Bedrock ThrottlingException from Anthropic, where a Messages body arrives as the client sent it', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '5' });
+    bedrock.failNext('throttling');
+    const body = { model: BEDROCK_FIRST.id, max_tokens: 200, system: [{ type: 'text' as const, text: 'Be brief.', cache_control: { type: 'ephemeral' as const } }], messages: [{ role: 'user' as const, content: 'Hi' }] };
+    const message = await anthropic(gw, key).messages.create(body);
+    expect(message.content[0]).toMatchObject({ type: 'text', text: FakeAnthropic.defaultReply().text });
+    expect(bedrock.requests).toHaveLength(1);
+    expect(claude.requests).toHaveLength(1);
+    expect(claude.requests[0].body).toEqual({ ...body, model: 'claude-sonnet-4-5' });
+    const money = await moneyOf(db, accountId);
+    expect(money.charges).toHaveLength(1);
+    expect(money.ledgerSum).toBe(money.balance);
+  });
+});
