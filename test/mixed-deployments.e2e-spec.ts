@@ -3,6 +3,7 @@ import { AdminClient } from './support/admin-client';
 import { classPriceFields, moneyOf, PricedModel, sdk } from './support/chat-support';
 import { FakeAnthropic } from './support/fake-anthropic';
 import { FakeBedrock } from './support/fake-bedrock';
+import { FakeGemini } from './support/fake-gemini';
 import { anthropic } from './support/messages-support';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
@@ -13,13 +14,16 @@ import { RawConfig, startTestApp, TestApp } from './support/test-app';
  */
 const CLAUDE: PricedModel = { id: 'claude-anywhere', input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75, maxOutput: 4096 };
 const BEDROCK_FIRST: PricedModel = { ...CLAUDE, id: 'claude-bedrock-first' };
+const GEMINI_FIRST: PricedModel = { ...CLAUDE, id: 'gemini-then-claude' };
 
 describe('deployments of different native types', () => {
-  let claude: FakeAnthropic, bedrock: FakeBedrock, gw: TestApp, admin: AdminClient, db: DataSource;
+  let claude: FakeAnthropic, bedrock: FakeBedrock, gemini: FakeGemini, gw: TestApp, admin: AdminClient, db: DataSource;
 
   beforeAll(async () => {
     claude = await new FakeAnthropic().start();
     bedrock = await new FakeBedrock().start();
+    gemini = await new FakeGemini().start();
+    process.env.MIXED_GEMINI_KEY = gemini.apiKey;
     process.env.MIXED_ANTHROPIC_KEY = claude.apiKey;
     process.env.MIXED_AWS_KEY_ID = bedrock.accessKeyId;
     process.env.MIXED_AWS_SECRET = bedrock.secretAccessKey;
@@ -46,7 +50,9 @@ describe('deployments of different native types', () => {
           timeouts: { connect_ms: 1000, request_ms: 10_000 },
         };
         raw.catalog.push(entry(CLAUDE, [anthropicDeployment(0), bedrockDeployment(1)]));
+        raw.providers.google = { type: 'gemini', base_url: gemini.url, api_key_env: 'MIXED_GEMINI_KEY', timeouts: { connect_ms: 1000, request_ms: 10_000 } };
         raw.catalog.push(entry(BEDROCK_FIRST, [bedrockDeployment(0), anthropicDeployment(1)]));
+        raw.catalog.push(entry(GEMINI_FIRST, [{ provider: 'google', upstream_model: 'gemini-2.5-flash', priority: 0 }, anthropicDeployment(1)]));
         raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
       },
     });
@@ -57,10 +63,27 @@ describe('deployments of different native types', () => {
     await gw?.close();
     await claude?.close();
     await bedrock?.close();
+    await gemini?.close();
   });
   beforeEach(() => {
     claude.resetState();
     bedrock.resetState();
+    gemini.resetState();
+  });
+
+  it('serves a Gemini 429 RESOURCE_EXHAUSTED from Anthropic, streamed, charged once', async () => {
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '5' });
+    gemini.failNext('status429');
+    const stream = await sdk(gw, key).chat.completions.create({ model: GEMINI_FIRST.id, stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text).toBe(FakeAnthropic.defaultReply().text);
+    expect(gemini.requests).toHaveLength(1);
+    expect(claude.requests).toHaveLength(1);
+    expect(claude.requests[0].body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+    const money = await moneyOf(db, accountId);
+    expect(money.charges).toHaveLength(1);
+    expect(money.ledgerSum).toBe(money.balance);
   });
 
   it('serves an Anthropic 529 from Bedrock (chat, then Messages), each charged once', async () => {
