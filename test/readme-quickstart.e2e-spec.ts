@@ -72,7 +72,7 @@ describe("README's quick start, run as a new user would", () => {
       const lines = run.stdout.split('\n');
       expect(lines[0]).toBe("[ 'dev-echo', 'local-stt', 'local-tts' ]");
       expect(run.stdout).toMatch(/\{\s+id: 'dev-echo',\s+object: 'model',\s+created: \d+,\s+owned_by: 'local'\s+\}/);
-      expect(run.stdout).toMatch(/^Hello, gateway \{\s+prompt_tokens: \d+,\s+completion_tokens: 3,\s+total_tokens: \d+\s+\}$/m);
+      expect(run.stdout).toMatch(/^Hello, gateway \{\s+prompt_tokens: \d+,\s+completion_tokens: 3,\s+total_tokens: \d+,\s+cost: [\d.e-]+\s+\}$/m);
       expect(lines).toContain('Stream me word by word');
       expect(statSync(join(project, 'speech.mp3')).size).toBeGreaterThan(1000);
       expect(lines.at(-2)).toContain('meeting is scheduled');
