@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { UpstreamFailure } from '../upstream-failure';
 import { MAX_SSE_EVENT_BYTES, SseEvent, SseReader } from './sse-reader';
 
@@ -114,5 +114,17 @@ describe(SseReader.name, () => {
     await expect(parse([`data: ${long}`])).rejects.toBeInstanceOf(UpstreamFailure);
     const half = 'y'.repeat(MAX_SSE_EVENT_BYTES / 2 + 1);
     await expect(parse([`data: ${half}\ndata: ${half}\n\n`])).rejects.toMatchObject({ kind: 'bad_response' });
+  });
+
+  it('yields an event whose blank line ends in a CR at the end of a read at once, without waiting for the next read', async () => {
+    const stream = new PassThrough();
+    const events = new SseReader('test', stream)[Symbol.asyncIterator]();
+    stream.write(Buffer.from('data: {"n":1}\r\r'));
+    // The upstream now falls silent: the event must not wait for the LF that may (or may not) follow.
+    const first = await Promise.race([events.next(), new Promise((resolve) => setTimeout(() => resolve('held back'), 500))]);
+    expect(first).toEqual({ done: false, value: { event: undefined, data: '{"n":1}' } });
+    stream.end('\ndata: {"n":2}\r\n\r\n');
+    expect(await events.next()).toEqual({ done: false, value: { event: undefined, data: '{"n":2}' } });
+    expect((await events.next()).done).toBe(true);
   });
 });

@@ -17,7 +17,8 @@ export interface SseEvent {
 
 /**
  * The events of an upstream `text/event-stream` body, as they arrive. Lines end with CRLF, LF or a lone CR,
- * as the WHATWG rules say (a CR at the end of a chunk waits for the next one, which may begin with its LF);
+ * as the WHATWG rules say (a CR ending a read ends its line at once, so no event waits for the next read; an LF
+ * opening the next read is the rest of that CRLF);
  * `:` comments, `id:` and `retry:` lines and blank lines outside an event are skipped. A line or event over
  * MAX_SSE_EVENT_BYTES, or a broken connection, is an UpstreamFailure.
  *
@@ -52,19 +53,27 @@ export class SseReader implements AsyncIterable<SseEvent> {
     let data: string[] = [];
     let dataBytes = 0;
     let ended = false;
+    /** The last read ended with a CR: an LF opening the next read belongs to it. */
+    let afterCr = false;
     try {
       // Not destroyed when the loop returns at the provider's end: destroying it would build an AbortError
       // and stop undici from reusing the connection.
       for await (const chunk of body.iterator({ destroyOnReturn: false })) {
-        // Only the new text can hold the next line end, except a CR left at the end of the buffer: the
-        // chunk may begin with the LF that makes it a CRLF.
+        // A CR ends its line at once, even as the last byte of a read (an event is not held back waiting for the
+        // next read); an LF that then opens the next read is the rest of that CRLF, and is dropped.
+        let text = decoder.decode(chunk as Buffer, { stream: true });
+        if (afterCr && text !== '') {
+          if (text.startsWith('\n')) text = text.slice(1);
+          afterCr = false;
+        }
+        // Only the new text can hold the next line end: the buffer holds no line end before it.
         const lineEnd = /\r\n?|\n/g;
-        lineEnd.lastIndex = buffer.endsWith('\r') ? buffer.length - 1 : buffer.length;
-        buffer += decoder.decode(chunk as Buffer, { stream: true });
+        lineEnd.lastIndex = buffer.length;
+        buffer += text;
         let lineStart = 0;
         let match: RegExpExecArray | null;
         while ((match = lineEnd.exec(buffer))) {
-          if (match[0] === '\r' && match.index === buffer.length - 1) break;
+          if (match[0] === '\r' && match.index === buffer.length - 1) afterCr = true;
           const line = buffer.slice(lineStart, match.index);
           lineStart = lineEnd.lastIndex;
           if (line === '') {
@@ -86,8 +95,6 @@ export class SseReader implements AsyncIterable<SseEvent> {
         if (buffer.length > MAX_SSE_EVENT_BYTES) throw tooLong(name);
       }
       ended = true;
-      // The body's last byte, a CR, ended the blank line after an event: no LF can follow it now.
-      if (buffer === '\r' && data.length > 0) yield { event, data: data.join('\n') };
     } catch (err) {
       throw toUpstreamFailure(name, err);
     } finally {
