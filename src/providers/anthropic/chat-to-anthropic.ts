@@ -1,4 +1,5 @@
 import type { CatalogEntry } from '../../config/gateway-config.schema';
+import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 import { AnthropicRequest, ContentBlock } from './anthropic-wire';
@@ -39,7 +40,7 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
     if (choice === 'none') delete request.tools;
     else if (choice) request.tool_choice = choice;
   }
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s) => typeof s === 'string' && s !== '') : [];
+  const stop = stopStrings(body.stop);
   if (stop.length > 0) request.stop_sequences = stop;
   const thinking = thinkingFor(body.reasoning_effort, maxTokens);
   if (thinking) request.thinking = thinking;
@@ -51,11 +52,6 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
   return request;
 }
 
-/** The output limit: what the gateway or the client set (max_completion_tokens, else max_tokens), else the model's. */
-function outputLimit(body: ChatRequestBody, model: CatalogEntry): number {
-  for (const value of [body.max_completion_tokens, body.max_tokens]) if (typeof value === 'number' && value >= 1) return value;
-  return model.max_output_tokens ?? 4096;
-}
 
 function thinkingFor(effort: unknown, maxTokens: number): Json | undefined {
   const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
@@ -68,17 +64,17 @@ function appendMessage(system: ContentBlock[], turns: Turn[], message: Json): vo
   switch (message.role) {
     case 'system':
     case 'developer': {
-      const text = textOf(message.content);
+      const text = messageText(message.content);
       if (text !== '') system.push({ type: 'text', text });
       return;
     }
     case 'assistant':
       return appendTurn(turns, 'assistant', assistantBlocks(message));
     case 'tool':
-      return appendTurn(turns, 'user', [{ type: 'tool_result', tool_use_id: String(message.tool_call_id ?? ''), content: textOf(message.content) }]);
+      return appendTurn(turns, 'user', [{ type: 'tool_result', tool_use_id: String(message.tool_call_id ?? ''), content: messageText(message.content) }]);
     case 'function':
       // The legacy function role carries no call id: its result cannot be tied to a tool_use block.
-      return appendTurn(turns, 'user', [{ type: 'text', text: textOf(message.content) }]);
+      return appendTurn(turns, 'user', [{ type: 'text', text: messageText(message.content) }]);
     default:
       return appendTurn(turns, 'user', userBlocks(message.content));
   }
@@ -113,44 +109,25 @@ function userBlocks(content: unknown): ContentBlock[] {
 
 /** A chat image part: a `data:` URL as base64, any other URL as a url source. */
 function imageBlock(imageUrl: unknown): ContentBlock | null {
-  const url = typeof imageUrl === 'string' ? imageUrl : typeof (imageUrl as Json)?.url === 'string' ? ((imageUrl as Json).url as string) : '';
+  const url = imageUrlOf(imageUrl);
   if (url === '') return null;
-  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (data) return { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
+  const data = base64DataUrl(url);
+  if (data) return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
   return { type: 'image', source: { type: 'url', url } };
 }
 
 function assistantBlocks(message: Json): ContentBlock[] {
   const blocks: ContentBlock[] = [];
-  const text = textOf(message.content);
+  const text = messageText(message.content);
   if (text !== '') blocks.push({ type: 'text', text });
   for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
     const fn = (call?.function ?? {}) as Json;
-    blocks.push({ type: 'tool_use', id: String(call?.id ?? ''), name: String(fn.name ?? ''), input: inputOf(fn.arguments) });
+    blocks.push({ type: 'tool_use', id: String(call?.id ?? ''), name: String(fn.name ?? ''), input: jsonObjectOf(fn.arguments) ?? {} });
   }
   return blocks;
 }
 
-/** A tool call's arguments as the object Anthropic's tool_use input must be; `{}` when they are not one. */
-function inputOf(args: unknown): Json {
-  if (typeof args !== 'string' || args.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(args);
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Json) : {};
-  } catch {
-    return {};
-  }
-}
 
-/** A message's text: a string, or its text parts joined. */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return (content as Json[])
-    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
-    .map((part) => part.text as string)
-    .join('');
-}
 
 function anthropicTools(tools: unknown): Json[] {
   if (!Array.isArray(tools)) return [];

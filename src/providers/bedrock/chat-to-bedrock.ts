@@ -1,5 +1,6 @@
 import type { ContentBlock, ConverseRequest, ImageFormat, Message, SystemContentBlock, Tool, ToolChoice } from '@aws-sdk/client-bedrock-runtime';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
+import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 
@@ -47,7 +48,7 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   const tools = converseTools(body.tools);
   const choice = toolChoiceOf(body.tool_choice);
   if (tools.length > 0 && choice !== 'none') input.toolConfig = { tools, ...(choice && { toolChoice: choice }) };
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  const stop = stopStrings(body.stop);
   if (stop.length > 0) input.inferenceConfig!.stopSequences = stop;
   const thinking = /claude/i.test(body.model) ? thinkingFor(body.reasoning_effort, maxTokens) : undefined;
   if (thinking) input.additionalModelRequestFields = { thinking };
@@ -57,11 +58,6 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   return model.auto_cache && countCachePoints(input) === 0 ? withCachePoints(input) : keepLastCachePoints(input);
 }
 
-/** The output limit: what the gateway or the client set (max_completion_tokens, else max_tokens), else the model's. */
-function outputLimit(body: ChatRequestBody, model: CatalogEntry): number {
-  for (const value of [body.max_completion_tokens, body.max_tokens]) if (typeof value === 'number' && value >= 1) return value;
-  return model.max_output_tokens ?? 4096;
-}
 
 function thinkingFor(effort: unknown, maxTokens: number): DocumentType | undefined {
   const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
@@ -74,7 +70,7 @@ function appendMessage(system: SystemContentBlock[], turns: Turn[], message: Jso
   switch (message.role) {
     case 'system':
     case 'developer': {
-      const text = textOf(message.content);
+      const text = messageText(message.content);
       if (text !== '') system.push({ text });
       if (asksCache(message.content)) system.push(CACHE_POINT);
       return;
@@ -82,13 +78,13 @@ function appendMessage(system: SystemContentBlock[], turns: Turn[], message: Jso
     case 'assistant':
       return appendTurn(turns, 'assistant', assistantBlocks(message));
     case 'tool': {
-      const text = textOf(message.content);
+      const text = messageText(message.content);
       const result: ContentBlock = { toolResult: { toolUseId: String(message.tool_call_id ?? ''), content: text === '' ? [] : [{ text }] } };
       return appendTurn(turns, 'user', asksCache(message.content) ? [result, CACHE_POINT] : [result]);
     }
     case 'function':
       // The legacy function role carries no call id: its result cannot be tied to a toolUse block.
-      return appendTurn(turns, 'user', textBlock(textOf(message.content)));
+      return appendTurn(turns, 'user', textBlock(messageText(message.content)));
     default:
       return appendTurn(turns, 'user', userBlocks(message.content));
   }
@@ -131,44 +127,24 @@ function userBlocks(content: unknown): ContentBlock[] {
 
 /** A chat image part as bytes: Converse takes no image URLs, so only `data:` URLs of its four formats go. */
 function imageBlock(imageUrl: unknown): ContentBlock {
-  const url = typeof imageUrl === 'string' ? imageUrl : typeof (imageUrl as Json)?.url === 'string' ? ((imageUrl as Json).url as string) : '';
-  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  const data = base64DataUrl(imageUrlOf(imageUrl));
   if (!data) throw new UpstreamFailure('rejected', "Bedrock's Converse API takes images as data: URLs (base64), not as links.", 400);
-  const format = IMAGE_FORMATS[data[1].toLowerCase()];
-  if (!format) throw new UpstreamFailure('rejected', `Bedrock's Converse API takes png, jpeg, gif and webp images, not ${data[1]}.`, 400);
-  return { image: { format, source: { bytes: Buffer.from(data[2], 'base64') } } };
+  const format = IMAGE_FORMATS[data.mediaType.toLowerCase()];
+  if (!format) throw new UpstreamFailure('rejected', `Bedrock's Converse API takes png, jpeg, gif and webp images, not ${data.mediaType}.`, 400);
+  return { image: { format, source: { bytes: Buffer.from(data.data, 'base64') } } };
 }
 
 function assistantBlocks(message: Json): ContentBlock[] {
-  const blocks = textBlock(textOf(message.content));
+  const blocks = textBlock(messageText(message.content));
   for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
     const fn = (call?.function ?? {}) as Json;
-    blocks.push({ toolUse: { toolUseId: String(call?.id ?? ''), name: String(fn.name ?? ''), input: inputOf(fn.arguments) } });
+    blocks.push({ toolUse: { toolUseId: String(call?.id ?? ''), name: String(fn.name ?? ''), input: (jsonObjectOf(fn.arguments) ?? {}) as DocumentType } });
   }
   if (blocks.length > 0 && asksCache(message.content)) blocks.push(CACHE_POINT);
   return blocks;
 }
 
-/** A tool call's arguments as the object a toolUse input must be; `{}` when they are not one. */
-function inputOf(args: unknown): DocumentType {
-  if (typeof args !== 'string' || args.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(args);
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as DocumentType) : {};
-  } catch {
-    return {};
-  }
-}
 
-/** A message's text: a string, or its text parts joined. */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return (content as Json[])
-    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
-    .map((part) => part.text as string)
-    .join('');
-}
 
 /** A content part the client marked for caching (Anthropic's `cache_control`, as some chat clients send it on parts). */
 function isMarked(part: Json): boolean {

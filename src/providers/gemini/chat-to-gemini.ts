@@ -1,5 +1,6 @@
 import type { CatalogEntry } from '../../config/gateway-config.schema';
 import type { ChatRequestBody } from '../upstream-provider';
+import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
 import { GeminiContent, GeminiPart, GeminiRequest } from './gemini-wire';
 
 type Json = Record<string, unknown>;
@@ -54,11 +55,10 @@ export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): Gemin
 
 function generationConfig(body: ChatRequestBody, model: CatalogEntry): Json {
   const config: Json = {};
-  const limit = [body.max_completion_tokens, body.max_tokens].find((v) => typeof v === 'number' && v >= 1) ?? model.max_output_tokens;
-  if (typeof limit === 'number') config.maxOutputTokens = limit;
+  config.maxOutputTokens = outputLimit(body, model);
   if (typeof body.temperature === 'number') config.temperature = body.temperature;
   if (typeof body.top_p === 'number') config.topP = body.top_p;
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  const stop = stopStrings(body.stop);
   if (stop.length > 0) config.stopSequences = stop;
   if (typeof body.n === 'number' && body.n > 1) config.candidateCount = body.n;
   if (typeof body.seed === 'number') config.seed = body.seed;
@@ -81,7 +81,7 @@ function appendMessage(system: GeminiPart[], contents: GeminiContent[], callName
   switch (message.role) {
     case 'system':
     case 'developer': {
-      const text = textOf(message.content);
+      const text = messageText(message.content);
       if (text !== '') system.push({ text });
       return;
     }
@@ -90,11 +90,11 @@ function appendMessage(system: GeminiPart[], contents: GeminiContent[], callName
     case 'tool': {
       const id = String(message.tool_call_id ?? '');
       const name = callNames.get(id) ?? (typeof message.name === 'string' ? message.name : id);
-      return appendTurn(contents, 'user', [{ functionResponse: { name, response: responseOf(textOf(message.content)) } }]);
+      return appendTurn(contents, 'user', [{ functionResponse: { name, response: responseOf(messageText(message.content)) } }]);
     }
     case 'function':
       // The legacy function role names its function.
-      return appendTurn(contents, 'user', [{ functionResponse: { name: String(message.name ?? ''), response: responseOf(textOf(message.content)) } }]);
+      return appendTurn(contents, 'user', [{ functionResponse: { name: String(message.name ?? ''), response: responseOf(messageText(message.content)) } }]);
     default:
       return appendTurn(contents, 'user', userParts(message.content));
   }
@@ -124,10 +124,10 @@ function userParts(content: unknown): GeminiPart[] {
 
 /** A chat image part: a base64 `data:` URL inline, any other URL as fileData (with its type when the extension says it). */
 function imagePart(imageUrl: unknown): GeminiPart | null {
-  const url = typeof imageUrl === 'string' ? imageUrl : typeof (imageUrl as Json)?.url === 'string' ? ((imageUrl as Json).url as string) : '';
+  const url = imageUrlOf(imageUrl);
   if (url === '') return null;
-  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (data) return { inlineData: { mimeType: data[1], data: data[2] } };
+  const data = base64DataUrl(url);
+  if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
   const extension = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
   const mimeType = extension ? MIME_BY_EXTENSION[extension] : undefined;
   return { fileData: { fileUri: url, ...(mimeType && { mimeType }) } };
@@ -135,41 +135,23 @@ function imagePart(imageUrl: unknown): GeminiPart | null {
 
 function modelParts(message: Json, callNames: Map<string, string>): GeminiPart[] {
   const parts: GeminiPart[] = [];
-  const text = textOf(message.content);
+  const text = messageText(message.content);
   if (text !== '') parts.push({ text });
   for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
     const fn = (call?.function ?? {}) as Json;
     const name = String(fn.name ?? '');
     if (typeof call?.id === 'string') callNames.set(call.id, name);
-    parts.push({ functionCall: { name, args: objectOf(fn.arguments) ?? {} } });
+    parts.push({ functionCall: { name, args: jsonObjectOf(fn.arguments) ?? {} } });
   }
   return parts;
 }
 
 /** A tool result as functionResponse.response: the result's JSON object as it is, any other text under `result`. */
 function responseOf(text: string): Json {
-  return objectOf(text) ?? { result: text };
+  return jsonObjectOf(text) ?? { result: text };
 }
 
-function objectOf(text: unknown): Json | null {
-  if (typeof text !== 'string' || text.trim() === '') return null;
-  try {
-    const parsed: unknown = JSON.parse(text);
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Json) : null;
-  } catch {
-    return null;
-  }
-}
 
-/** A message's text: a string, or its text parts joined. */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return (content as Json[])
-    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
-    .map((part) => part.text as string)
-    .join('');
-}
 
 /** Function tools as declarations; parametersJsonSchema takes full JSON Schema, which `parameters` (OpenAPI's subset) does not. */
 function functionDeclarations(tools: unknown): Json[] {
