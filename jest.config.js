@@ -4,8 +4,9 @@ const common = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: { isolatedModules: true } }],
     '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-commonjs.js',
   },
-  // NestJS 12's packages are ES modules only: test/support/esm-to-commonjs.js makes them loadable here.
-  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
+  // NestJS 12's packages are ES modules only, and so is the content-disposition that @fastify/static (Swagger UI's
+  // assets) loads: test/support/esm-to-commonjs.js makes them loadable here.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|content-disposition)/)(?!@fastify/static/node_modules/content-disposition/)'],
   testEnvironment: 'node',
   // Other Node.js versions unpacked by .ci/run (their package.json files share a name) and the agent CLIs' install.
   modulePathIgnorePatterns: ['<rootDir>/.runtimes/', '<rootDir>/test/clients/node_modules/'],

@@ -1,11 +1,9 @@
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
 import { ChatModule } from './chat/chat.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
-import { AccessLogMiddleware } from './common/http/access-log.middleware';
-import { RouteRulesMiddleware } from './common/http/route-rules.middleware';
 import { StrictValidationPipe } from './common/validation/strict-validation.pipe';
 import { LoggingModule } from './common/logging/logging.module';
 import { ConfigModule, GatewayOptions } from './config/config.module';
@@ -23,7 +21,7 @@ import { StatementsModule } from './statements/statements.module';
 import { UsageModule } from './usage/usage.module';
 
 @Module({})
-export class AppModule implements NestModule {
+export class AppModule {
   static register(options: GatewayOptions): DynamicModule {
     return {
       module: AppModule,
@@ -52,9 +50,5 @@ export class AppModule implements NestModule {
         { provide: APP_PIPE, useClass: StrictValidationPipe },
       ],
     };
-  }
-
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(AccessLogMiddleware, RouteRulesMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
   }
 }

@@ -1,5 +1,5 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
-import type { Request } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { ErrorCode, GatewayError } from '../errors';
 import { AdminTokenThrottle } from './admin-token-throttle';
 import { AdminTokenService } from './admin-token.service';
@@ -19,7 +19,7 @@ export class AdminTokenGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const req = context.switchToHttp().getRequest<Request>();
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
     const match = BEARER.exec(req.headers.authorization ?? '');
     if (match && this.tokens.matches(match[1])) return true;
     // Only a presented token is a guess: a request without one (a dashboard not signed in yet) is not counted.

@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { FairUseService } from '../entitlements/fair-use.service';
@@ -14,6 +14,6 @@ export interface AudioCall {
   giveBackFairUse(): Promise<void>;
 }
 
-export function audioCall(req: GatewayRequest, res: Response, meter: UsageMeter, fairUse: FairUseService): AudioCall {
+export function audioCall(req: GatewayRequest, res: ServerResponse, meter: UsageMeter, fairUse: FairUseService): AudioCall {
   return { requestId: req.id, meter, signal: abortOnClientClose(res), giveBackFairUse: () => fairUse.giveBackFor(req) };
 }

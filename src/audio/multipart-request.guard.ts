@@ -1,7 +1,6 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { Response } from 'express';
 import { ErrorCode, GatewayError } from '../errors';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { refuseUnreadBody } from '../common/http/refuse-unread-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
@@ -23,13 +22,13 @@ export class MultipartRequestGuard implements CanActivate {
     const req = http.getRequest<GatewayRequest>();
     const contentType = (req.headers['content-type'] ?? '').toLowerCase();
     if (!contentType.startsWith('multipart/form-data')) {
-      refuseUnreadBody(req, http.getResponse<Response>());
+      refuseUnreadBody(req.raw, http.getResponse<GatewayReply>().raw);
       throw new GatewayError(ErrorCode.InvalidUpload, 'Send the audio as multipart/form-data with a "file" field.');
     }
     const declared = Number(req.headers['content-length'] ?? NaN);
     const limit = this.config.limits.transcription_max_bytes;
     if (declared > limit + FORM_OVERHEAD_BYTES) {
-      refuseUnreadBody(req, http.getResponse<Response>());
+      refuseUnreadBody(req.raw, http.getResponse<GatewayReply>().raw);
       throw new GatewayError(ErrorCode.PayloadTooLarge, `The upload exceeds the limit of ${limit} bytes.`);
     }
     return true;

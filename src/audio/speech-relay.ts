@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { secondsSince } from '../common/elapsed';
@@ -20,7 +20,7 @@ export class SpeechRelay {
 
   constructor(private readonly metrics: MetricsService) {}
 
-  async relay(audio: SpeechStream, format: SpeechFormat, res: Response, call: AudioCall): Promise<void> {
+  async relay(audio: SpeechStream, format: SpeechFormat, res: ServerResponse, call: AudioCall): Promise<void> {
     try {
       await copy(audio.body, res, SPEECH_CONTENT_TYPES[format], call.signal);
     } catch (err) {
@@ -40,10 +40,10 @@ export class SpeechRelay {
   }
 }
 
-async function copy(body: Readable, res: Response, contentType: string, signal: AbortSignal): Promise<void> {
+async function copy(body: Readable, res: ServerResponse, contentType: string, signal: AbortSignal): Promise<void> {
   for await (const chunk of body) {
     if (!res.headersSent) {
-      res.status(200);
+      res.statusCode = 200;
       res.setHeader('Content-Type', contentType);
       res.setHeader('Cache-Control', 'no-store');
     }

@@ -1,10 +1,9 @@
 import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { InvalidBodyCode } from '../common/decorators/invalid-body-code.decorator';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { ErrorCode } from '../errors';
 import { assertModelAllowed } from '../keys/allowed-model';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { speechAudio, speechBody } from './dto/speech.schema';
 import { EntitlementGuard, IncludedFeature } from '../entitlements/entitlement.guard';
@@ -46,9 +45,9 @@ export class SpeechController {
     body: { contentType: 'application/json', schema: speechBody },
     success: { status: 200, description: 'The audio in the requested format', content: speechAudio },
   })
-  async speak(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(SpeechRequestPipe) request: SpeechRequest): Promise<void> {
+  async speak(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(SpeechRequestPipe) request: SpeechRequest): Promise<void> {
     assertModelAllowed(req.auth, request.model.id);
-    const call = audioCall(req, res, meter, this.fairUse);
-    await this.relay.relay(await this.audio.speak(call, request), request.responseFormat, res, call);
+    const call = audioCall(req, res.raw, meter, this.fairUse);
+    await this.relay.relay(await this.audio.speak(call, request), request.responseFormat, res.raw, call);
   }
 }

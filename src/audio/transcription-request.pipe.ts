@@ -7,11 +7,21 @@ import { quotedClientText } from '../models/requested-model';
 import { acceptedExtension, detectContainer, SIGNATURE_BYTES, TRANSCRIPTION_EXTENSIONS } from './audio-file-format';
 import { STREAMED_RESPONSE_FORMATS, TRANSCRIPTION_RESPONSE_FORMATS, TranscriptionFormDto, TranscriptionResponseFormat } from './dto/transcription-request.dto';
 
-/** The multipart form as multer left it on the request. */
+/** The uploaded file, read into memory. */
+export interface UploadedFile {
+  buffer: Buffer;
+  originalname: string;
+  mimetype: string;
+}
+
+/** The multipart form as TranscriptionUploadInterceptor read it. */
 export interface TranscriptionForm {
-  file: Express.Multer.File | undefined;
+  file: UploadedFile | undefined;
   fields: unknown;
 }
+
+/** Where TranscriptionUploadInterceptor leaves the form on the request. */
+export const UPLOADED_FORM = Symbol('uploaded form');
 
 /** A transcription request that passed validation. */
 export interface TranscriptionRequest {
@@ -30,8 +40,8 @@ export interface TranscriptionRequest {
 
 /** The uploaded file and the form's text fields, read by TranscriptionUploadInterceptor. */
 export const TranscriptionUpload = createParamDecorator((_: unknown, context: ExecutionContext): TranscriptionForm => {
-  const req = context.switchToHttp().getRequest<GatewayRequest>();
-  return { file: req.file, fields: req.body };
+  const req = context.switchToHttp().getRequest<GatewayRequest & { [UPLOADED_FORM]?: TranscriptionForm }>();
+  return req[UPLOADED_FORM] ?? { file: undefined, fields: {} };
 });
 
 /** DESIGN.md section 5's transcription codes: missing_file, unsupported_file_format, invalid_response_format. */

@@ -1,27 +1,23 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Response } from 'express';
-import multer, { MulterError } from 'multer';
-import type { Writable } from 'node:stream';
+import type { Multipart } from '@fastify/multipart';
 import { from, Observable, switchMap } from 'rxjs';
 import { ErrorCode, GatewayError } from '../errors';
-import { BodyMeter, BodyMeterStop } from '../common/http/body-meter';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { BodyWatch, BodyWatchStop } from '../common/http/body-watch';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { refuseUnreadBody } from '../common/http/refuse-unread-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
 import { FORM_OVERHEAD_BYTES } from './multipart-request.guard';
+import { TranscriptionForm, UPLOADED_FORM, UploadedFile } from './transcription-request.pipe';
 
 const MAX_TEXT_FIELDS = 16;
 const MAX_TEXT_FIELD_BYTES = 16 * 1024;
 
-// multer's option (since 2.0) that @types/multer does not know yet: what feeds the request body to busboy.
-type StreamHandler = (req: GatewayRequest, busboy: Writable) => void;
-
 /**
- * Reads the multipart form with multer once the guards have passed: the file into memory, never more
- * than the limit, and the text fields into req.body. The body passes through a BodyMeter: the moment it
- * grows past the limit (with room for the form around the file), or stalls, the upload is answered
- * (413, 408) and its connection closed. multer alone would read such a body to its end before answering.
+ * Reads the multipart form with @fastify/multipart once the guards have passed: the file into memory,
+ * never more than the limit, and the text fields. The body is watched as it arrives: the moment it grows
+ * past the limit (with room for the form around the file), the file passes the limit, or the body
+ * stalls, the upload is answered (413, 408) and its connection closed, without reading the rest.
  */
 @Injectable()
 export class TranscriptionUploadInterceptor implements NestInterceptor {
@@ -36,43 +32,70 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
     const req = http.getRequest<GatewayRequest>();
-    const res = http.getResponse<Response>();
-    const read = new Promise<void>((resolve, reject) => {
-      // The connection closed (or was closed by an answer to a broken request) while the guards ran:
-      // no body will come, and multer would wait for it forever.
-      if (req.destroyed) return reject(new GatewayError(ErrorCode.InvalidRequest, 'The connection closed before the upload was read.'));
-      const refuse = (reason: BodyMeterStop) => {
-        refuseUnreadBody(req, res);
-        reject(this.stopError(reason));
-      };
-      const streamHandler: StreamHandler = (body, busboy) => {
-        const meter = new BodyMeter(this.limit + FORM_OVERHEAD_BYTES, this.idleMs, refuse);
-        // A client that leaves mid-body: the meter's idle timer goes with it.
-        body.once('close', () => body.complete || meter.destroy());
-        body.pipe(meter).pipe(busboy);
-      };
-      const options: multer.Options & { streamHandler: StreamHandler } = {
-        storage: multer.memoryStorage(),
-        limits: { fileSize: this.limit, files: 1, fields: MAX_TEXT_FIELDS, fieldSize: MAX_TEXT_FIELD_BYTES, parts: MAX_TEXT_FIELDS + 1 },
-        streamHandler,
-      };
-      multer(options).single('file')(req, res, (err: unknown) => (err ? reject(this.uploadError(err)) : resolve()));
-    });
-    return from(read).pipe(switchMap(() => next.handle()));
+    const reply = http.getResponse<GatewayReply>();
+    return from(this.read(req, reply)).pipe(switchMap(() => next.handle()));
   }
 
-  private stopError(reason: BodyMeterStop): GatewayError {
+  private read(req: GatewayRequest & { [UPLOADED_FORM]?: TranscriptionForm }, reply: GatewayReply): Promise<void> {
+    // The connection closed (or was closed by an answer to a broken request) while the guards ran: no body will come.
+    if (req.raw.destroyed) return Promise.reject(new GatewayError(ErrorCode.InvalidRequest, 'The connection closed before the upload was read.'));
+    return new Promise<void>((resolve, reject) => {
+      const refuse = (reason: BodyWatchStop) => {
+        watch.end();
+        refuseUnreadBody(req.raw, reply.raw);
+        reject(this.stopError(reason));
+      };
+      const watch = new BodyWatch(req.raw, this.limit + FORM_OVERHEAD_BYTES, this.idleMs, refuse);
+      this.readForm(req, () => refuse('too_large')).then(
+        (form) => {
+          watch.end();
+          req[UPLOADED_FORM] = form;
+          resolve();
+        },
+        (err: unknown) => {
+          watch.end();
+          reject(this.uploadError(err));
+        },
+      );
+    });
+  }
+
+  private async readForm(req: GatewayRequest, fileTooLarge: () => void): Promise<TranscriptionForm> {
+    const fields: Record<string, unknown> = {};
+    let file: UploadedFile | undefined;
+    const parts = req.parts({ limits: { fileSize: this.limit, files: 1, fields: MAX_TEXT_FIELDS, fieldSize: MAX_TEXT_FIELD_BYTES, parts: MAX_TEXT_FIELDS + 1 } });
+    for await (const part of parts as AsyncIterableIterator<Multipart>) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file') {
+          throw new GatewayError(ErrorCode.InvalidUpload, `Unexpected file field "${part.fieldname}": send exactly one file, in the "file" field.`, part.fieldname);
+        }
+        // As the file passes the limit, not when the client has finished sending it.
+        part.file.once('limit', fileTooLarge);
+        file = { buffer: await part.toBuffer(), originalname: part.filename, mimetype: part.mimetype };
+        continue;
+      }
+      if (part.fieldnameTruncated || part.valueTruncated) {
+        throw new GatewayError(ErrorCode.InvalidUpload, `The multipart form was refused: the field "${part.fieldname}" is longer than ${MAX_TEXT_FIELD_BYTES} bytes.`, part.fieldname);
+      }
+      // Sent twice: both values, which the form's validation refuses.
+      const earlier = fields[part.fieldname];
+      fields[part.fieldname] = earlier === undefined ? part.value : [earlier, part.value].flat();
+    }
+    return { file, fields };
+  }
+
+  private stopError(reason: BodyWatchStop): GatewayError {
     if (reason === 'too_large') return new GatewayError(ErrorCode.PayloadTooLarge, `The upload exceeds the limit of ${this.limit} bytes.`, 'file');
     return new GatewayError(ErrorCode.RequestTimeout, `No byte of the upload arrived for ${this.idleMs} ms; the connection is closed.`, 'file');
   }
 
   private uploadError(err: unknown): GatewayError {
-    if (err instanceof MulterError) {
-      if (err.code === 'LIMIT_FILE_SIZE') return new GatewayError(ErrorCode.PayloadTooLarge, `The file exceeds the limit of ${this.limit} bytes.`, 'file');
-      if (err.code === 'LIMIT_UNEXPECTED_FILE') {
-        return new GatewayError(ErrorCode.InvalidUpload, `Unexpected file field "${err.field ?? ''}": send exactly one file, in the "file" field.`, err.field ?? null);
-      }
-      return new GatewayError(ErrorCode.InvalidUpload, `The multipart form was refused: ${err.message}.`, err.field ?? null);
+    if (err instanceof GatewayError) return err;
+    const code = (err as { code?: unknown }).code;
+    if (code === 'FST_REQ_FILE_TOO_LARGE') return new GatewayError(ErrorCode.PayloadTooLarge, `The file exceeds the limit of ${this.limit} bytes.`, 'file');
+    if (typeof code === 'string' && code.startsWith('FST_')) {
+      // The limits of the form (one file, 16 fields), a field named after a prototype property, a form cut short.
+      return new GatewayError(ErrorCode.InvalidUpload, `The multipart form was refused: ${(err as Error).message}.`);
     }
     // busboy's parse errors: no boundary, malformed part headers, a form that ends early.
     return new GatewayError(ErrorCode.InvalidUpload, `The multipart form could not be parsed: ${(err as Error).message}.`);

@@ -1,7 +1,6 @@
 import { Controller, HttpCode, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
-import type { Response } from 'express';
 import { ErrorCode } from '../errors';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { transcriptionForm } from './dto/transcription.schema';
 import { EntitlementGuard, IncludedFeature } from '../entitlements/entitlement.guard';
@@ -49,14 +48,14 @@ export class TranscriptionController {
   })
   async transcribe(
     @Req() req: GatewayRequest,
-    @Res() res: Response,
+    @Res() res: GatewayReply,
     @Metered() meter: UsageMeter,
     @TranscriptionUpload(TranscriptionRequestPipe) request: TranscriptionRequest,
   ): Promise<void> {
-    const transcription = await this.audio.transcribe(audioCall(req, res, meter, this.fairUse), request);
-    if (request.stream) return streamTranscript(new SseWriter(res), transcription.text);
-    if (request.responseFormat === 'text') res.status(200).type('text/plain; charset=utf-8').send(transcription.text);
-    else res.status(200).json(request.responseFormat === 'json' ? { text: transcription.text } : verbose(transcription, request.language));
+    const transcription = await this.audio.transcribe(audioCall(req, res.raw, meter, this.fairUse), request);
+    if (request.stream) return streamTranscript(new SseWriter(res.raw), transcription.text);
+    if (request.responseFormat === 'text') res.code(200).type('text/plain; charset=utf-8').send(transcription.text);
+    else res.code(200).send(request.responseFormat === 'json' ? { text: transcription.text } : verbose(transcription, request.language));
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode } from '../errors';
@@ -11,7 +11,7 @@ import { ChatCall } from './chat.service';
  * The call a controller over chat (chat completions, Responses, Messages) hands to ChatService, its meter told what it
  * serves. A key's model list is checked here: after the body's 400s, before billing's 402s.
  */
-export function chatCall(endpoint: string, req: GatewayRequest, res: Response, meter: UsageMeter, chat: ChatRequest): ChatCall {
+export function chatCall(endpoint: string, req: GatewayRequest, res: ServerResponse, meter: UsageMeter, chat: ChatRequest): ChatCall {
   meter.describe({ model: chat.model.id, streamed: chat.stream });
   const { accountId, budgetId, limited } = req.auth!;
   assertModelAllowed(req.auth, chat.model.id);

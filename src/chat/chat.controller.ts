@@ -1,8 +1,7 @@
 import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { chatCompletionBody } from './dto/chat-completion.schema';
 import { Metered } from '../usage/metered.decorator';
@@ -33,12 +32,12 @@ export class ChatController {
       content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
     },
   })
-  async complete(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(ChatRequestPipe) chat: ChatRequest): Promise<void> {
-    const call = chatCall('/v1/chat/completions', req, res, meter, chat);
-    if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res)));
+  async complete(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(ChatRequestPipe) chat: ChatRequest): Promise<void> {
+    const call = chatCall('/v1/chat/completions', req, res.raw, meter, chat);
+    if (chat.stream) return this.chat.stream(call, new ChatCompletionSse(new SseWriter(res.raw)));
     const answer = await this.chat.answer(call);
-    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
-    res.status(200).json(answer.body);
+    if (answer.costUsd) res.raw.setHeader(COST_HEADER, answer.costUsd);
+    res.code(200).send(answer.body);
     await answer.charge();
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { MetricsService } from '../metrics/metrics.service';
 
 /** The response header that names what the gateway accepted and did not use (DESIGN.md section 11). */
@@ -38,7 +38,7 @@ export function ignoredParamsHeader(ignored: readonly IgnoredParam[]): string {
 export class IgnoredParamsReport {
   constructor(private readonly metrics: MetricsService) {}
 
-  report(route: string, res: Response, ignored: readonly IgnoredParam[]): void {
+  report(route: string, res: ServerResponse, ignored: readonly IgnoredParam[]): void {
     if (ignored.length === 0) return;
     res.setHeader(IGNORED_PARAMS_HEADER, ignoredParamsHeader(ignored));
     for (const { label } of ignored) this.metrics.paramIgnored(route, label);

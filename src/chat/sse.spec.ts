@@ -1,12 +1,11 @@
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Response } from 'express';
 import { SseWriter } from './sse';
 
 /** Serves one stream written by `write` and returns the body a real HTTP client received. */
 async function receive(write: (sut: SseWriter) => Promise<void>): Promise<string> {
-  const server = http.createServer((_req, res) => void write(new SseWriter(res as unknown as Response)));
+  const server = http.createServer((_req, res) => void write(new SseWriter(res)));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   try {

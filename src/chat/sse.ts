@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { drained } from '../common/http/drained';
 
 /**
@@ -16,7 +16,7 @@ export class SseWriter {
   /** Events sent in this tick, not yet handed to the response. */
   private pending = '';
 
-  constructor(private readonly res: Response) {}
+  constructor(private readonly res: ServerResponse) {}
 
   get hasStarted(): boolean {
     return this.res.headersSent;

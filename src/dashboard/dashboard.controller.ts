@@ -1,6 +1,5 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeEndpoint } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
 import { ErrorCode, GatewayError } from '../errors';
@@ -13,6 +12,7 @@ import { DashboardAsset, loadDashboardAssets } from './dashboard.assets';
 import { DashboardService } from './dashboard.service';
 import { AccountSearchQueryDto } from './dto/account-search.dto';
 import { LatestRequestsQueryDto } from './dto/latest-requests-query.dto';
+import { GatewayReply } from '../common/http/gateway-request';
 
 // The page holds no data: it signs in with the admin token (kept in sessionStorage) and reads the admin API.
 const CONTENT_SECURITY_POLICY =
@@ -35,13 +35,13 @@ export class DashboardController {
 
   @Get()
   @ApiExcludeEndpoint()
-  page(@Res() res: Response): void {
+  page(@Res() res: GatewayReply): void {
     this.send(res, this.assets.get('index.html')!);
   }
 
   @Get('assets/:file')
   @ApiExcludeEndpoint()
-  asset(@Param('file') file: string, @Res() res: Response): void {
+  asset(@Param('file') file: string, @Res() res: GatewayReply): void {
     const asset = file === 'index.html' ? undefined : this.assets.get(file);
     if (!asset) throw new GatewayError(ErrorCode.NotFound, `No dashboard asset ${file}.`);
     this.send(res, asset);
@@ -74,16 +74,16 @@ export class DashboardController {
     return this.dashboard.requests(id, usagePeriod(query.from, query.to), page);
   }
 
-  private send(res: Response, asset: DashboardAsset): void {
+  private send(res: GatewayReply, asset: DashboardAsset): void {
     res
-      .status(200)
-      .set({
+      .code(200)
+      .headers({
         'Content-Type': asset.contentType,
         'Content-Security-Policy': CONTENT_SECURITY_POLICY,
         'Cache-Control': 'no-cache',
         'X-Content-Type-Options': 'nosniff',
         'Referrer-Policy': 'no-referrer',
       })
-      .end(asset.body);
+      .send(asset.body);
   }
 }

@@ -1,11 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Response } from 'express';
 import { DataSource } from 'typeorm';
 import { Account } from '../billing/account.entity';
 import { ErrorCode, GatewayError } from '../errors';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { FairUseService } from './fair-use.service';
 import { isEntitled } from './subscription.service';
 
@@ -53,7 +52,7 @@ export class EntitlementGuard implements CanActivate {
       );
     }
     this.fairUse.attach(req, grant);
-    const res = http.getResponse<Response>();
+    const res = http.getResponse<GatewayReply>().raw;
     res.once('close', () => {
       const succeeded = res.writableFinished && res.statusCode >= 200 && res.statusCode < 300;
       if (!succeeded) void this.fairUse.giveBackFor(req);

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { from, mergeMap, Observable, of } from 'rxjs';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode, GatewayError } from '../errors';
 import { meterOf } from '../usage/usage-records';
 import { AnswerCapture } from './answer-capture';
@@ -39,7 +39,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     const route = this.reflector.get<string>(IDEMPOTENT_ROUTE, context.getHandler());
     const accountId = req.auth!.accountId;
-    const res = context.switchToHttp().getResponse<ServerResponse>();
+    const res = context.switchToHttp().getResponse<GatewayReply>().raw;
     const bodyHash = createHash('sha256').update(JSON.stringify(req.body ?? null)).digest('hex');
     return from(this.store.claim(accountId, header, route, bodyHash)).pipe(
       mergeMap((claim) => {

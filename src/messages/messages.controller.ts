@@ -1,12 +1,11 @@
 import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode } from '../errors';
 import { AcceptsXApiKey } from '../keys/x-api-key.decorator';
 import { ApiRoute } from '../openapi/api-route.decorator';
@@ -58,29 +57,29 @@ export class MessagesController {
       content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
     },
   })
-  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) request: MessagesRequest): Promise<void> {
+  async create(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) request: MessagesRequest): Promise<void> {
     const { chat, ignored } = request;
     if (request.passThroughBody) chat.passThrough = passThroughOf(req, request.passThroughBody);
-    const call = chatCall('/v1/messages', req, res, meter, chat);
-    this.ignoredParams.report('/v1/messages', res, ignored);
+    const call = chatCall('/v1/messages', req, res.raw, meter, chat);
+    this.ignoredParams.report('/v1/messages', res.raw, ignored);
     if (chat.stream) {
       const prompt = await promptTokens(chat.body.messages, chat.body.tools as unknown[] | undefined);
       const onMalformed = (calls: number) =>
         this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, calls, 'relayed as sent (streamed input_json_delta)');
-      return this.chat.stream(call, new MessageEventStream(new SseWriter(res), chat.model.id, prompt, onMalformed));
+      return this.chat.stream(call, new MessageEventStream(new SseWriter(res.raw), chat.model.id, prompt, onMalformed));
     }
     const answer = await this.chat.answer(call);
-    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
+    if (answer.costUsd) res.raw.setHeader(COST_HEADER, answer.costUsd);
     const native = answer.body[NATIVE_ANSWER];
     if (native) {
       // Passed through: Anthropic's own message, relabelled with the catalog id, its usage with the charge.
       const cost = answer.body.usage?.cost;
       const usage = cost === undefined ? native.usage : { ...(native.usage as object), cost };
-      res.status(200).json({ ...native, model: chat.model.id, usage });
+      res.code(200).send({ ...native, model: chat.model.id, usage });
       return answer.charge();
     }
     const { message, malformedToolCalls } = messageFromCompletion(chat.model.id, answer.body);
-    res.status(200).json(message);
+    res.code(200).send(message);
     this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, malformedToolCalls, 'answered with input {}');
     await answer.charge();
   }
@@ -98,17 +97,17 @@ export class MessagesController {
   })
   async countTokens(
     @Req() req: GatewayRequest,
-    @Res({ passthrough: true }) res: Response,
+    @Res({ passthrough: true }) res: GatewayReply,
     @Metered() meter: UsageMeter,
     @Body(CountTokensRequestPipe) request: CountTokensRequest,
   ): Promise<Record<string, unknown>> {
     meter.describe({ model: request.model.id, streamed: false });
-    this.ignoredParams.report('/v1/messages/count_tokens', res, request.ignored);
+    this.ignoredParams.report('/v1/messages/count_tokens', res.raw, request.ignored);
     const counter = request.passThroughBody ? this.providers.tokenCounterFor(request.model) : null;
     if (counter) {
       // Anthropic's own count of its own tokens (uncharged): the gateway's tokenizer is not Claude's.
       try {
-        return await counter.countTokens(request.model, passThroughOf(req, request.passThroughBody!), abortOnClientClose(res));
+        return await counter.countTokens(request.model, passThroughOf(req, request.passThroughBody!), abortOnClientClose(res.raw));
       } catch (err) {
         throw asGatewayError(err, 'model');
       }

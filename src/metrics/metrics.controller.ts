@@ -1,9 +1,9 @@
 import { Controller, Get, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { MetricsService } from './metrics.service';
+import { GatewayReply } from '../common/http/gateway-request';
 
 /** Prometheus scrape endpoint; behind the admin token, not an API key. */
 @Public()
@@ -20,9 +20,8 @@ export class MetricsController {
     errors: [],
     success: { status: 200, description: 'Metrics', content: { 'text/plain': { type: 'string' } } },
   })
-  async scrape(@Res() res: Response): Promise<void> {
+  async scrape(@Res() res: GatewayReply): Promise<void> {
     const body = await this.metrics.scrape();
-    res.status(200).setHeader('Content-Type', this.metrics.contentType);
-    res.end(body);
+    res.code(200).type(this.metrics.contentType).send(body);
   }
 }

@@ -1,6 +1,8 @@
-import { Controller, Get, Headers, Param, Query } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Query, Req } from '@nestjs/common';
 import { ApiHeader, ApiQuery } from '@nestjs/swagger';
 import type { IncomingHttpHeaders } from 'node:http';
+import { GatewayRequest } from '../common/http/gateway-request';
+import { pathOf } from '../common/http/url-path';
 import { asksForAnthropic, ErrorCode } from '../errors';
 import { AcceptsXApiKey } from '../keys/x-api-key.decorator';
 import { ApiRoute } from '../openapi/api-route.decorator';
@@ -48,7 +50,7 @@ export class ModelsController {
    * Catalog ids may hold slashes (`org/model`): the id is the rest of the path, whether the client
    * percent-encoded its slashes (the Node SDK does) or not (the Python SDK does not).
    */
-  @Get('*id')
+  @Get('*')
   @ApiRoute({
     tag: 'v1',
     summary: "One model of the catalog, by id or alias (answered under the name asked for); with anthropic-version, a chat model in Anthropic's shape. The id's slashes may be sent encoded or not; other methods answer 405",
@@ -61,8 +63,9 @@ export class ModelsController {
     },
   })
   @ANTHROPIC_VERSION
-  retrieve(@Param('id') segments: string[], @Headers() headers: IncomingHttpHeaders): ModelObject | AnthropicModelInfo {
-    const name = segments.join('/');
+  retrieve(@Param('*') rest: string, @Req() req: GatewayRequest, @Headers() headers: IncomingHttpHeaders): ModelObject | AnthropicModelInfo {
+    // The router takes a trailing slash off (routerOptions.ignoreTrailingSlash); here it is part of the id.
+    const name = pathOf(req.url).endsWith('/') ? `${rest}/` : rest;
     return asksForAnthropic(headers) ? this.catalog.anthropicModel(name) : this.catalog.model(name);
   }
 }

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { OperationObject, ParameterObject, PathItemObject } from '@nestjs/swagger';
 import { ErrorCode } from '../errors';
 
 const ERROR_SCHEMA = {
@@ -40,7 +41,20 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   // StrictValidationPipe refuses any field a DTO does not declare.
   for (const schema of Object.values(schemas)) if ('properties' in schema) schema.additionalProperties = false;
   document.components = { ...document.components, schemas: { ...schemas, ErrorResponse: ERROR_SCHEMA } };
+  document.paths = Object.fromEntries(Object.entries(document.paths).map(([path, item]) => nameRestOfPath(path, item)));
   return document;
+}
+
+/**
+ * Fastify's router names the rest of a path `*` (the model route's, whose ids hold slashes), which Swagger
+ * writes as `{path}` with a parameter named `*`; the document names it `id`, as the route reads it.
+ */
+function nameRestOfPath(path: string, item: PathItemObject): [string, PathItemObject] {
+  if (!path.endsWith('/{path}')) return [path, item];
+  for (const operation of Object.values(item) as OperationObject[]) {
+    for (const parameter of (operation.parameters ?? []) as ParameterObject[]) if (parameter.name === '*') parameter.name = 'id';
+  }
+  return [`${path.slice(0, -'{path}'.length)}{id}`, item];
 }
 
 /** Serves Swagger UI at /docs and the document at /docs/openapi.json (assets from swagger-ui-dist, no CDN). */

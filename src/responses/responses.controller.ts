@@ -1,12 +1,11 @@
 import { Body, Controller, Post, Req, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { IgnoredParamsReport } from '../chat/ignored-params';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
 import { Metered } from '../usage/metered.decorator';
@@ -43,15 +42,15 @@ export class ResponsesController {
       content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
     },
   })
-  async create(@Req() req: GatewayRequest, @Res() res: Response, @Metered() meter: UsageMeter, @Body(ResponsesRequestPipe) request: ResponsesRequest): Promise<void> {
+  async create(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(ResponsesRequestPipe) request: ResponsesRequest): Promise<void> {
     const { chat, echo, toolShapes, ignored } = request;
-    const call = chatCall('/v1/responses', req, res, meter, chat);
-    this.ignoredParams.report('/v1/responses', res, ignored);
+    const call = chatCall('/v1/responses', req, res.raw, meter, chat);
+    this.ignoredParams.report('/v1/responses', res.raw, ignored);
     const base = newResponseBase(chat.model.id, echo, toolShapes);
-    if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res), base));
+    if (chat.stream) return this.chat.stream(call, new ResponseEventStream(new SseWriter(res.raw), base));
     const answer = await this.chat.answer(call);
-    if (answer.costUsd) res.setHeader(COST_HEADER, answer.costUsd);
-    res.status(200).json(responseFromCompletion(base, answer.body));
+    if (answer.costUsd) res.raw.setHeader(COST_HEADER, answer.costUsd);
+    res.code(200).send(responseFromCompletion(base, answer.body));
     await answer.charge();
   }
 }

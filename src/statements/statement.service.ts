@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { DataSource } from 'typeorm';
 import { drained } from '../common/http/drained';
 import { microsToUsd } from '../common/money';
@@ -34,7 +34,7 @@ export class StatementService {
     private readonly catalog: CatalogService,
   ) {}
 
-  async write(res: Response, request: StatementRequest): Promise<void> {
+  async write(res: ServerResponse, request: StatementRequest): Promise<void> {
     const { accountId, from, to, format } = request;
     const [account] = await this.db.query(`SELECT id FROM accounts WHERE id = $1`, [accountId]);
     if (!account) throw new GatewayError(ErrorCode.NotFound, `No account with id ${accountId}.`);
@@ -48,10 +48,10 @@ export class StatementService {
     try {
       if (format === 'csv') {
         const name = `statement-${accountId}-${from.toISOString().slice(0, 10)}-${to.toISOString().slice(0, 10)}.csv`;
-        res.status(200).set({ 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
+        res.writeHead(200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
         await out.write(csvLine([...CSV_COLUMNS]) + balanceCsv('opening_balance', from, balance));
       } else {
-        res.status(200).set({ 'content-type': 'application/json; charset=utf-8' });
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
         const head = { account_id: accountId, from: from.toISOString(), to: to.toISOString(), currency: 'USD', opening_balance_micros: balance.toString(), opening_balance_usd: microsToUsd(balance) };
         await out.write(`${JSON.stringify(head).slice(0, -1)},"movements":[`);
       }
@@ -96,7 +96,7 @@ export class StatementService {
 
 /** Writes with backpressure: waits for 'drain' when the client reads slower than the database pages. */
 class Writer {
-  constructor(private readonly res: Response) {}
+  constructor(private readonly res: ServerResponse) {}
 
   async write(text: string): Promise<void> {
     if (this.res.destroyed) throw new Error('the client went away');

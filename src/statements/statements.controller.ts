@@ -1,8 +1,7 @@
 import { Controller, Get, Headers, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
 import { AdminTokenGuard } from '../admin-token/admin-token.guard';
 import { Public } from '../common/decorators/public.decorator';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { UuidOrNotFoundPipe } from '../common/http/uuid-or-not-found.pipe';
 import { ErrorCode } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
@@ -29,9 +28,9 @@ export class StatementController {
 
   @Get()
   @ApiRoute({ tag: 'v1', summary: "The calling account's statement for a period: opening balance, ledger movements, closing balance", auth: 'api_key', errors: [ErrorCode.InvalidRequest], success: SUCCESS })
-  async own(@Req() req: GatewayRequest, @Res() res: Response, @Query() query: StatementQueryDto, @Headers('accept') accept?: string): Promise<void> {
+  async own(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Query() query: StatementQueryDto, @Headers('accept') accept?: string): Promise<void> {
     const { from, to } = usagePeriod(query.from, query.to);
-    await this.statements.write(res, { accountId: req.auth!.accountId, from, to, format: formatOf(query, accept) });
+    await this.statements.write(res.raw, { accountId: req.auth!.accountId, from, to, format: formatOf(query, accept) });
   }
 }
 
@@ -44,8 +43,8 @@ export class AdminStatementController {
 
   @Get(':id/statement')
   @ApiRoute({ tag: 'admin', summary: "An account's statement for a period: opening balance, ledger movements, closing balance", auth: 'admin_token', errors: [ErrorCode.InvalidRequest, ErrorCode.NotFound], success: SUCCESS })
-  async statement(@Param('id', UuidOrNotFoundPipe) id: string, @Res() res: Response, @Query() query: StatementQueryDto, @Headers('accept') accept?: string): Promise<void> {
+  async statement(@Param('id', UuidOrNotFoundPipe) id: string, @Res() res: GatewayReply, @Query() query: StatementQueryDto, @Headers('accept') accept?: string): Promise<void> {
     const { from, to } = usagePeriod(query.from, query.to);
-    await this.statements.write(res, { accountId: id, from, to, format: formatOf(query, accept) });
+    await this.statements.write(res.raw, { accountId: id, from, to, format: formatOf(query, accept) });
   }
 }

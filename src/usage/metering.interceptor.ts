@@ -1,7 +1,6 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { ServerResponse } from 'node:http';
 import { finalize, Observable } from 'rxjs';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { UsageRecords } from './usage-records';
 
 /**
@@ -14,7 +13,7 @@ export class MeteringInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
-    const meter = this.records.open(http.getRequest<GatewayRequest>(), http.getResponse<ServerResponse>());
+    const meter = this.records.open(http.getRequest<GatewayRequest>(), http.getResponse<GatewayReply>().raw);
     if (!meter) return next.handle();
     return next.handle().pipe(finalize(() => meter.handled()));
   }

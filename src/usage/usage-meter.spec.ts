@@ -26,7 +26,7 @@ function setup(body: unknown = { model: 'dev-echo' }, route?: string, path = '/v
       void charge(record);
     },
   };
-  const req: MeteredRequest = { id: 'req_1', path, body, auth: { accountId: 'acc', keyId: 'key' }, route: route === undefined ? undefined : { path: route } };
+  const req: MeteredRequest = { id: 'req_1', url: path, body, auth: { accountId: 'acc', keyId: 'key' }, routeOptions: route === undefined ? undefined : { url: route } };
   const res = new FakeResponse();
   const meter = new UsageMeter(sink, req, res as unknown as ServerResponse);
   return { meter, res, uncharged, charged };

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { AuthContext, GatewayRequest } from '../common/http/gateway-request';
+import { pathOf } from '../common/http/url-path';
 import { storableText } from '../common/storable-text';
 import { MAX_RECORDED_MODEL_LENGTH, NO_TOKENS, TokenUsage, UsageRecordValues } from './usage-record';
 
@@ -21,7 +22,7 @@ export interface RecordedModel {
 }
 
 /** The request a meter records: authenticated, with its id. */
-export type MeteredRequest = Pick<GatewayRequest, 'id' | 'path' | 'body'> & { auth: AuthContext; route?: { path?: unknown } };
+export type MeteredRequest = Pick<GatewayRequest, 'id' | 'url' | 'body'> & { auth: AuthContext; routeOptions?: { url?: unknown } };
 
 /** What a request was for, as its handler describes it. */
 export interface ServedRequest {
@@ -161,7 +162,7 @@ const MAX_UNROUTED_ENDPOINT_LENGTH = 128;
  * row however many ids are asked for; the path itself, bounded, when no route matched.
  */
 function endpointOf(request: MeteredRequest): string {
-  const route = request.route?.path;
-  if (typeof route === 'string') return route.replace(/[:*](\w+)/g, '{$1}');
-  return storableText(request.path, MAX_UNROUTED_ENDPOINT_LENGTH);
+  const route = request.routeOptions?.url;
+  if (typeof route === 'string') return route.replace(/:(\w+)/g, '{$1}');
+  return storableText(pathOf(request.url), MAX_UNROUTED_ENDPOINT_LENGTH);
 }

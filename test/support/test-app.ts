@@ -12,6 +12,8 @@ export interface TestAppOptions {
   /** Edits a plain copy of config/gateway.yaml before validation (add providers, models, limits). */
   config?: (raw: RawConfig) => void;
   env?: Partial<Env>;
+  /** Runs on the app before it initialises and listens (a Fastify hook that sees every route, say). */
+  beforeListen?: (app: INestApplication) => void;
 }
 
 // The YAML shape before validation: tests write it the way operators do.
@@ -55,6 +57,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options.env,
   };
   const app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl! });
+  options.beforeListen?.(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, url: `http://127.0.0.1:${port}`, config, close: () => app.close() };

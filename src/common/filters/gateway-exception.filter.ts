@@ -1,16 +1,14 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
-import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
-import { GatewayRequest } from '../http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../http/gateway-request';
 import { refuseUnreadBody } from '../http/refuse-unread-body';
-import { assignRequestId } from '../http/request-id';
 
 const RETRY_AFTER_S = 1;
 
-/** Turns every failure (ours, Nest's, Express's) into the error object; unknown ones are 500 internal_error. */
+/** Turns every failure (ours, Nest's, Fastify's) into the error object; unknown ones are 500 internal_error. */
 @Catch()
 export class GatewayExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('GatewayExceptionFilter');
@@ -20,8 +18,9 @@ export class GatewayExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<GatewayRequest>();
-    const res = ctx.getResponse<Response>();
-    const requestId = assignRequestId(req, res);
+    const reply = ctx.getResponse<GatewayReply>();
+    const res = reply.raw;
+    const requestId = req.id;
     const error = this.toGatewayError(exception, requestId);
     this.errorAnswers?.answeredWithError(req, res, error.code);
     if (res.headersSent) {
@@ -30,12 +29,12 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       return;
     }
     // Refused before its body was read to the end (401, 402, 413, 429 on an upload, say): the rest is not read.
-    if (!req.complete) refuseUnreadBody(req, res);
+    if (!req.raw.complete) refuseUnreadBody(req.raw, res);
     // A short outage: clients that honour Retry-After come back when the database may be back.
-    if (error.code === ErrorCode.ServiceUnavailable) res.setHeader('Retry-After', String(RETRY_AFTER_S));
+    if (error.code === ErrorCode.ServiceUnavailable) reply.header('Retry-After', String(RETRY_AFTER_S));
     // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
-    else if (error.retryAfterS !== null) res.setHeader('Retry-After', String(error.retryAfterS));
-    res.status(error.status).json(errorBodyFor(req.originalUrl ?? req.url ?? '', req.headers, error));
+    else if (error.retryAfterS !== null) reply.header('Retry-After', String(error.retryAfterS));
+    reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(errorBodyFor(req.url, req.headers, error)));
   }
 
   private toGatewayError(exception: unknown, requestId: string): GatewayError {
@@ -55,6 +54,12 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (status < 500) return new GatewayError(ErrorCode.InvalidRequest, message, null, status);
       if (status === 503) return new GatewayError(ErrorCode.ServiceUnavailable, message);
     }
+    const fastifyStatus = clientStatusOfFastifyError(exception);
+    if (fastifyStatus !== null) {
+      const message = (exception as Error).message;
+      if (fastifyStatus === 413) return new GatewayError(ErrorCode.PayloadTooLarge, message);
+      return new GatewayError(ErrorCode.InvalidRequest, message, null, fastifyStatus === 400 ? undefined : fastifyStatus);
+    }
     if (isDatabaseUnavailable(exception)) {
       // Expected while PostgreSQL is down or restarting: a warning with the cause, not a stack.
       const cause = exception instanceof Error ? exception.message : String(exception);
@@ -65,6 +70,14 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     this.logger.error({ err, requestId }, `Unhandled error in request ${requestId}: ${err.message}`);
     return new GatewayError(ErrorCode.InternalError, `Internal error; quote request id ${requestId} when reporting it.`);
   }
+}
+
+/** Fastify's own refusals of a request (a malformed URL, an over-long route parameter): FST_ codes with a 4xx status. */
+function clientStatusOfFastifyError(exception: unknown): number | null {
+  if (!(exception instanceof Error)) return null;
+  const { code, statusCode } = exception as Error & { code?: unknown; statusCode?: unknown };
+  if (typeof code !== 'string' || !code.startsWith('FST_') || typeof statusCode !== 'number') return null;
+  return statusCode >= 400 && statusCode < 500 ? statusCode : null;
 }
 
 function httpExceptionMessage(exception: HttpException): string {

@@ -1,5 +1,6 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { IncomingMessage } from 'node:http';
 import { GATEWAY_CONFIG } from '../../config/config.tokens';
 import { GatewayConfig, LimitsConfig } from '../../config/gateway-config.schema';
 import { INVALID_BODY_CODE } from '../decorators/invalid-body-code.decorator';
@@ -13,7 +14,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
  * Reads and parses a route's JSON body. Listed last in a route's guards, so that authentication,
  * burst and entitlement checks come before any body is read (DESIGN.md section 5); a guard rather
  * than an interceptor because NestJS wraps every request of an intercepted route in RxJS and async
- * resources, a cost paid on the hot path. Multipart bodies are left to multer.
+ * resources, a cost paid on the hot path. Multipart bodies are left to the upload interceptor. Read from
+ * Node's request under Fastify's, whose content-type parsers read nothing (common/http/unread-bodies.ts).
  */
 @Injectable()
 export class JsonBodyGuard implements CanActivate {
@@ -28,12 +30,12 @@ export class JsonBodyGuard implements CanActivate {
     const invalidCode =
       this.reflector.getAllAndOverride<ErrorCode>(INVALID_BODY_CODE, [context.getHandler(), context.getClass()]) ??
       ErrorCode.InvalidJson;
-    req.body = await readJson(req, this.config.limits, invalidCode);
+    req.body = await readJson(req.raw, this.config.limits, invalidCode);
     return true;
   }
 }
 
-function readJson(req: GatewayRequest, limits: LimitsConfig, invalidCode: ErrorCode): Promise<unknown> {
+function readJson(req: IncomingMessage, limits: LimitsConfig, invalidCode: ErrorCode): Promise<unknown> {
   const limit = limits.json_body_max_bytes;
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limit) {

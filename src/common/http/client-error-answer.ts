@@ -1,12 +1,12 @@
-import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { LimitsConfig } from '../../config/gateway-config.schema';
 import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from './error-answer-listener';
-import { GatewayRequest } from './gateway-request';
+import { GatewayIncomingMessage } from './gateway-request';
 import { endWithConnection } from './refuse-unread-body';
-import { assignRequestId, newRequestId } from './request-id';
+import { newRequestId } from './request-id';
 
 /** An error of Node's HTTP parser (`HPE_*`, with llhttp's fixed `reason`), a timeout, or a socket's own. */
 interface ClientError extends Error {
@@ -33,6 +33,8 @@ const LOG_WINDOW_MS = 10_000;
  */
 export function answerClientErrors(server: Server, limits: LimitsConfig, logger: Logger, errorAnswers: ErrorAnswerListener): void {
   const log = throttledWarning(logger);
+  // Fastify's own answer (a bare 400 of its shape) gives way to this one.
+  server.removeAllListeners('clientError');
   const answered = new WeakSet<Socket>();
   server.on('clientError', (err: ClientError, socket: HttpSocket) => {
     // A second error on a connection being answered (more bytes of a broken request, a later check):
@@ -68,9 +70,10 @@ function gatewayErrorOf(err: ClientError, limits: LimitsConfig): GatewayError {
 }
 
 function answerInFlight(res: ServerResponse, error: GatewayError, errorAnswers: ErrorAnswerListener): void {
-  const req = res.req as IncomingMessage & { id?: unknown };
-  const requestId = assignRequestId(req, res);
-  errorAnswers.answeredWithError(req as GatewayRequest, res, error.code);
+  const req = res.req as GatewayIncomingMessage;
+  const gatewayRequest = req.gatewayRequest;
+  const requestId = gatewayRequest?.id ?? newRequestId();
+  if (gatewayRequest) errorAnswers.answeredWithError(gatewayRequest, res, error.code);
   endWithConnection(req);
   const body = JSON.stringify(errorBodyFor(req.url ?? '', req.headers, error));
   res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });

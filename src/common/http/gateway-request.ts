@@ -1,4 +1,5 @@
-import type { Request } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 
 export interface AuthContext {
   accountId: string;
@@ -11,9 +12,21 @@ export interface AuthContext {
   models?: string[] | null;
 }
 
-export interface GatewayRequest extends Request {
-  id: string;
+/**
+ * A request as guards, interceptors, pipes and controllers see it: Fastify's, whose `id` is the gateway's
+ * request id (`genReqId`), with what the gateway adds. Its body is read by the route's own guard or
+ * interceptor after the checks (JsonBodyGuard, TranscriptionUploadInterceptor), from `raw`.
+ */
+export interface GatewayRequest extends FastifyRequest {
+  raw: GatewayIncomingMessage;
   /** When the request arrived (`process.hrtime.bigint()`), set with its id. */
   receivedAt?: bigint;
   auth?: AuthContext;
+}
+
+export type GatewayReply = FastifyReply;
+
+/** Node's request under a GatewayRequest: it knows its Fastify request, for what reaches only the socket (client errors). */
+export interface GatewayIncomingMessage extends IncomingMessage {
+  gatewayRequest?: GatewayRequest;
 }

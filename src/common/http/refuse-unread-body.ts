@@ -19,7 +19,7 @@ export function refuseUnreadBody(req: IncomingMessage, res: ServerResponse): voi
 
 /**
  * Ends a request whose body will never arrive once its connection is gone: Node stops tracking a request
- * whose response has finished, so without this its readers (multer, a JSON body) would wait forever.
+ * whose response has finished, so without this its readers (the upload's, a JSON body's) would wait forever.
  */
 export function endWithConnection(req: IncomingMessage): void {
   req.socket.once('close', () => req.destroy());
