@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { INestApplication, Logger as NestLogger } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import { FirstStartService } from './admin/first-start.service';
 import { createGatewayApp } from './app.factory';
@@ -64,7 +65,7 @@ function stopOnSignals(app: INestApplication, embedded: EmbeddedDatabase | null,
 
 async function listen(app: INestApplication, env: Env): Promise<void> {
   try {
-    await app.listen(env.port);
+    await app.listen(env.port, anyAddress());
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
@@ -73,6 +74,15 @@ async function listen(app: INestApplication, env: Env): Promise<void> {
     if (code === 'EACCES') throw new StartupError(`Port ${env.port} (PORT) needs privileges this process lacks. Pick a port above 1023 with PORT.`);
     throw err;
   }
+}
+
+/**
+ * Every address of the machine, as a bare `server.listen(port)` would take (Fastify's default is localhost
+ * only): IPv6's, which takes IPv4 too, where the machine has IPv6, else IPv4's.
+ */
+function anyAddress(): string {
+  const families = Object.values(networkInterfaces()).flatMap((addresses) => (addresses ?? []).map((a) => a.family));
+  return families.includes('IPv6') ? '::' : '0.0.0.0';
 }
 
 bootstrap().catch((err: unknown) => {

@@ -20,8 +20,8 @@ export interface TranscriptionForm {
   fields: unknown;
 }
 
-/** Where TranscriptionUploadInterceptor leaves the form on the request. */
-export const UPLOADED_FORM = Symbol('uploaded form');
+/** Where TranscriptionUploadInterceptor leaves the file on the request (and the text fields as its body). */
+export const UPLOADED_FILE = Symbol('uploaded file');
 
 /** A transcription request that passed validation. */
 export interface TranscriptionRequest {
@@ -40,8 +40,8 @@ export interface TranscriptionRequest {
 
 /** The uploaded file and the form's text fields, read by TranscriptionUploadInterceptor. */
 export const TranscriptionUpload = createParamDecorator((_: unknown, context: ExecutionContext): TranscriptionForm => {
-  const req = context.switchToHttp().getRequest<GatewayRequest & { [UPLOADED_FORM]?: TranscriptionForm }>();
-  return req[UPLOADED_FORM] ?? { file: undefined, fields: {} };
+  const req = context.switchToHttp().getRequest<GatewayRequest & { [UPLOADED_FILE]?: UploadedFile }>();
+  return { file: req[UPLOADED_FILE], fields: req.body };
 });
 
 /** DESIGN.md section 5's transcription codes: missing_file, unsupported_file_format, invalid_response_format. */

@@ -8,7 +8,7 @@ import { refuseUnreadBody } from '../common/http/refuse-unread-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
 import { FORM_OVERHEAD_BYTES } from './multipart-request.guard';
-import { TranscriptionForm, UPLOADED_FORM, UploadedFile } from './transcription-request.pipe';
+import { TranscriptionForm, UPLOADED_FILE, UploadedFile } from './transcription-request.pipe';
 
 const MAX_TEXT_FIELDS = 16;
 const MAX_TEXT_FIELD_BYTES = 16 * 1024;
@@ -36,7 +36,7 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
     return from(this.read(req, reply)).pipe(switchMap(() => next.handle()));
   }
 
-  private read(req: GatewayRequest & { [UPLOADED_FORM]?: TranscriptionForm }, reply: GatewayReply): Promise<void> {
+  private read(req: GatewayRequest & { [UPLOADED_FILE]?: UploadedFile }, reply: GatewayReply): Promise<void> {
     // The connection closed (or was closed by an answer to a broken request) while the guards ran: no body will come.
     if (req.raw.destroyed) return Promise.reject(new GatewayError(ErrorCode.InvalidRequest, 'The connection closed before the upload was read.'));
     return new Promise<void>((resolve, reject) => {
@@ -49,7 +49,9 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
       this.readForm(req, () => refuse('too_large')).then(
         (form) => {
           watch.end();
-          req[UPLOADED_FORM] = form;
+          // As multer left them: the text fields as the body (the usage record reads the model asked for there).
+          req.body = form.fields;
+          req[UPLOADED_FILE] = form.file;
           resolve();
         },
         (err: unknown) => {
@@ -63,8 +65,10 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
   private async readForm(req: GatewayRequest, fileTooLarge: () => void): Promise<TranscriptionForm> {
     const fields: Record<string, unknown> = {};
     let file: UploadedFile | undefined;
+    let read = 0;
     const parts = req.parts({ limits: { fileSize: this.limit, files: 1, fields: MAX_TEXT_FIELDS, fieldSize: MAX_TEXT_FIELD_BYTES, parts: MAX_TEXT_FIELDS + 1 } });
     for await (const part of parts as AsyncIterableIterator<Multipart>) {
+      read += 1;
       if (part.type === 'file') {
         if (part.fieldname !== 'file') {
           throw new GatewayError(ErrorCode.InvalidUpload, `Unexpected file field "${part.fieldname}": send exactly one file, in the "file" field.`, part.fieldname);
@@ -81,6 +85,9 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
       const earlier = fields[part.fieldname];
       fields[part.fieldname] = earlier === undefined ? part.value : [earlier, part.value].flat();
     }
+    // busboy passes over a part without a name (no Content-Disposition, a malformed header line): a form of
+    // nothing but such parts is not an upload at all.
+    if (read === 0) throw new GatewayError(ErrorCode.InvalidUpload, 'The multipart form holds no part with a name: each needs a Content-Disposition header.');
     return { file, fields };
   }
 

@@ -20,7 +20,7 @@ describe(EntitlementGuard.name, () => {
   let res: EventEmitter & { statusCode: number; writableFinished: boolean };
   const req = { auth: { accountId: 'acc-1', keyId: 'key-1' }, id: 'req-1' };
 
-  const contextFor = (handler: keyof Routes) => new ExecutionContextHost([req, res], Routes, Routes.prototype[handler]);
+  const contextFor = (handler: keyof Routes) => new ExecutionContextHost([req, { raw: res }], Routes, Routes.prototype[handler]);
   const codeOf = (promise: Promise<unknown>) => promise.then(() => null, (err: GatewayError) => err.code);
 
   beforeEach(() => {

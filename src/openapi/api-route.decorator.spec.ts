@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ApiProperty, DocumentBuilder, OpenAPIObject, OperationObject, SwaggerModule } from '@nestjs/swagger';
 import { ErrorCode } from '../errors';
 import { ApiRoute } from './api-route.decorator';
@@ -43,7 +44,7 @@ describe('ApiRoute', () => {
 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({ controllers: [ThingsController] }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
+    const app = moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
     await app.init();
     sut = SwaggerModule.createDocument(app, new DocumentBuilder().build(), { autoTagControllers: false });
     await app.close();

@@ -111,7 +111,7 @@ describe(UsageMeter.name, () => {
   });
 
   it('records the route matched, parameters named, so that each id is not an endpoint of its own', () => {
-    const { meter, res, uncharged } = setup({}, '/v1/models/*id', '/v1/models/acme%2Fllama');
+    const { meter, res, uncharged } = setup({}, '/v1/models/*', '/v1/models/acme%2Fllama');
     meter.handled();
     res.close(404);
     expect(uncharged[0].endpoint).toBe('/v1/models/{id}');

@@ -163,6 +163,7 @@ const MAX_UNROUTED_ENDPOINT_LENGTH = 128;
  */
 function endpointOf(request: MeteredRequest): string {
   const route = request.routeOptions?.url;
-  if (typeof route === 'string') return route.replace(/:(\w+)/g, '{$1}');
+  // Fastify's wildcard is the rest of the path: on the one route that has it, the model id.
+  if (typeof route === 'string') return route.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{id}');
   return storableText(pathOf(request.url), MAX_UNROUTED_ENDPOINT_LENGTH);
 }

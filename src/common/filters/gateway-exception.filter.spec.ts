@@ -13,17 +13,17 @@ import { ErrorCode, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayExceptionFilter } from './gateway-exception.filter';
 
+/** Fastify's reply as the filter uses it: status, headers and body on the reply; a stream's state on `raw`. */
 interface FakeResponse {
   statusCode: number;
   headers: Record<string, string>;
   body: unknown;
-  headersSent: boolean;
-  writableEnded: boolean;
   ended: boolean;
-  status(code: number): FakeResponse;
-  json(body: unknown): FakeResponse;
-  setHeader(name: string, value: string): void;
-  end(): void;
+  raw: { headersSent: boolean; writableEnded: boolean; setHeader(name: string, value: string): void; end(): void };
+  code(code: number): FakeResponse;
+  header(name: string, value: string): FakeResponse;
+  type(contentType: string): FakeResponse;
+  send(body: string): FakeResponse;
 }
 
 function fakeResponse(headersSent = false): FakeResponse {
@@ -31,34 +31,49 @@ function fakeResponse(headersSent = false): FakeResponse {
     statusCode: 200,
     headers: {},
     body: undefined,
-    headersSent,
-    writableEnded: false,
     ended: false,
-    status(code) {
-      if (this.headersSent) throw new Error('status() after headers were sent');
+    raw: {
+      headersSent,
+      writableEnded: false,
+      setHeader(name, value) {
+        if (this.headersSent) throw new Error('setHeader() after headers were sent');
+        res.headers[name.toLowerCase()] = value;
+      },
+      end() {
+        res.ended = true;
+        this.writableEnded = true;
+      },
+    },
+    code(code) {
+      if (this.raw.headersSent) throw new Error('code() after headers were sent');
       this.statusCode = code;
       return this;
     },
-    json(body) {
-      if (this.headersSent) throw new Error('json() after headers were sent');
-      this.body = body;
-      this.headersSent = true;
-      this.writableEnded = true;
+    header(name, value) {
+      if (this.raw.headersSent) throw new Error('header() after headers were sent');
+      this.headers[name.toLowerCase()] = value;
       return this;
     },
-    setHeader(name, value) {
-      if (this.headersSent) throw new Error('setHeader() after headers were sent');
-      this.headers[name.toLowerCase()] = value;
+    type(contentType) {
+      return this.header('content-type', contentType);
     },
-    end() {
-      this.ended = true;
-      this.writableEnded = true;
+    send(body) {
+      if (this.raw.headersSent) throw new Error('send() after headers were sent');
+      this.body = JSON.parse(body);
+      this.raw.headersSent = true;
+      this.raw.writableEnded = true;
+      return this;
     },
   };
   return res;
 }
 
-function run(exception: unknown, req: Record<string, unknown> = { complete: true }, res = fakeResponse(), listener?: ErrorAnswerListener) {
+/** Fastify's request: its id from genReqId, Node's request under it. */
+function fakeRequest(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: 'req_0123456789abcdef01234567', url: '/v1/chat/completions', headers: {}, raw: { complete: true }, ...fields };
+}
+
+function run(exception: unknown, req: Record<string, unknown> = fakeRequest(), res = fakeResponse(), listener?: ErrorAnswerListener) {
   const sut = new GatewayExceptionFilter(listener);
   sut.catch(exception, new ExecutionContextHost([req, res]));
   return { req, res };
@@ -152,27 +167,27 @@ describe(GatewayExceptionFilter.name, () => {
     expect((res.body as any).error.message).toBe('name must be a string; extra should not exist');
   });
 
-  it('gives the request an id and echoes it in x-request-id when nothing did before', () => {
-    const { req, res } = run(new GatewayError(ErrorCode.NotFound, 'nope'));
-    expect(req.id).toMatch(/^req_[0-9a-f]{24}$/);
-    expect(res.headers['x-request-id']).toBe(req.id);
+  it("quotes the request's own id (Fastify's genReqId, echoed in x-request-id by registerRequestHooks)", () => {
+    const { req, res } = run(new Error('boom'), fakeRequest({ id: 'req_existing' }));
+    expect(req.id).toBe('req_existing');
+    expect((res.body as any).error.message).toContain('req_existing');
   });
 
-  it('keeps the id the request already has', () => {
-    const { req } = run(new GatewayError(ErrorCode.NotFound, 'nope'), { id: 'req_existing', complete: true });
-    expect(req.id).toBe('req_existing');
+  it('renders the error as JSON with its content type', () => {
+    const { res } = run(new GatewayError(ErrorCode.NotFound, 'nope'));
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
   it('tells the error-answer listener (the usage records) which code the request got', () => {
     const answered: string[] = [];
     const listener: ErrorAnswerListener = { answeredWithError: (_req, _res, code) => void answered.push(code) };
-    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), { complete: true }, fakeResponse(), listener);
+    run(new GatewayError(ErrorCode.InsufficientCredits, 'top up'), fakeRequest(), fakeResponse(), listener);
     expect(answered).toEqual(['insufficient_credits']);
   });
 
   it('only ends a response whose headers were already sent (a stream reports in-band)', () => {
     const res = fakeResponse(true);
-    run(new Error('mid-stream failure'), { id: 'req_x' }, res);
+    run(new Error('mid-stream failure'), fakeRequest({ id: 'req_x' }), res);
     expect(res.ended).toBe(true);
     expect(res.body).toBeUndefined();
   });
