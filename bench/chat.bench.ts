@@ -2,7 +2,7 @@
  * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
  * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
  * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_SEQUENTIAL,
- * BENCH_UNLOADED_BLOCKS, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
+ * BENCH_UNLOADED_BLOCKS, BENCH_RATE, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
  * the environment). BENCH_BASELINE names another checkout of this project (a git worktree with its
  * node_modules): its gateway runs beside this one as the target "baseline gateway", for A/B comparisons
  * within one run. BENCH_DEPLOYMENTS=2 adds the model `bench-routed`, served by two deployments (the bench
@@ -35,6 +35,8 @@ const WARM_UP_S = 2;
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
 /** Loaded runs per target, taken in turn (A, B, A, B…) and reported by their median: an A/B that a drift of the VM's speed touches alike. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+/** Requests per second offered to each target in the loaded runs (autocannon's overallRate); unset: as many as it serves. */
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 const CLOCK_TICKS_PER_S = 100;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
@@ -78,6 +80,7 @@ function load(target: Target, stream: boolean, model: string, duration: number) 
     body: body(stream, model),
     connections: CONNECTIONS,
     duration,
+    ...(RATE ? { overallRate: RATE } : {}),
     ...(target.rotation ? { requests: target.rotation.map((headers) => ({ headers: { 'content-type': 'application/json', ...headers } })) } : {}),
   });
 }
