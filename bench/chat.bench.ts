@@ -2,7 +2,7 @@
  * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
  * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
  * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_SEQUENTIAL,
- * BENCH_UNLOADED_BLOCKS, BENCH_RATE, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
+ * BENCH_UNLOADED_BLOCKS, BENCH_RATE, BENCH_PORTKEY, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
  * the environment). BENCH_BASELINE names another checkout of this project (a git worktree with its
  * node_modules): its gateway runs beside this one as the target "baseline gateway", for A/B comparisons
  * within one run. BENCH_DEPLOYMENTS=2 adds the model `bench-routed`, served by two deployments (the bench
@@ -37,6 +37,8 @@ const ONLY = new RegExp(process.env.BENCH_ONLY ?? '.');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /** Requests per second offered to each target in the loaded runs (autocannon's overallRate); unset: as many as it serves. */
 const RATE = Number(process.env.BENCH_RATE ?? 0);
+/** A folder where `@portkey-ai/gateway` is installed (npm install in a git-ignored folder): Portkey's gateway runs as the target "portkey". */
+const PORTKEY = process.env.BENCH_PORTKEY;
 const CLOCK_TICKS_PER_S = 100;
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ROOT = join(__dirname, '..');
@@ -281,6 +283,15 @@ async function gatewayTarget(upstreamUrl: string, databaseUrl: string | undefine
   return { targets: [one, many], pid: child.pid! };
 }
 
+/** Portkey's open-source gateway (Node build, headless) in front of the same upstream, as an OpenAI provider with a custom host. */
+async function portkeyTarget(upstreamUrl: string, folder: string): Promise<Target> {
+  const port = 19000 + (process.pid % 1000);
+  const script = join(folder, 'node_modules/@portkey-ai/gateway/build/start-server.js');
+  const { child } = await startChild('node', [script, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, /Ready for connections/, folder);
+  const headers = { authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstreamUrl}/v1` };
+  return { name: 'portkey', url: `http://127.0.0.1:${port}/v1`, headers, pid: child.pid };
+}
+
 async function main(): Promise<void> {
   for (const root of [ROOT, ...(BASELINE ? [BASELINE] : [])]) execSync('npm run build', { cwd: root, stdio: 'ignore' });
   database = await benchDatabase();
@@ -290,11 +301,13 @@ async function main(): Promise<void> {
   const flaky = DEPLOYMENTS === 2 ? await startChild(...tsNode('bench-upstream.ts'), { BENCH_FAIL_RATIO: FLAKY_RATIO }, /^\d+$/) : undefined;
   const gateway = await gatewayTarget(upstreamUrl, database.url, ROOT, 'gateway', flaky && `http://127.0.0.1:${flaky.line.trim()}`);
   const baseline = BASELINE ? await gatewayTarget(upstreamUrl, database.url, BASELINE, 'baseline gateway') : undefined;
+  const portkey = PORTKEY ? await portkeyTarget(upstreamUrl, PORTKEY) : undefined;
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {}, pid: upstream.child.pid },
     { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {}, pid: proxy.child.pid },
     ...gateway.targets,
     ...(baseline?.targets ?? []),
+    ...(portkey ? [portkey] : []),
   ];
 
   const rows: string[] = [];

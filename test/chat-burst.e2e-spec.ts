@@ -65,6 +65,20 @@ describe('chat burst limit per account (in-process counters)', () => {
     expect((await chat(gw, second.key)).status).toBe(200);
   });
 
+  it('gives a streamed answer the X-RateLimit headers too (written on the raw response with its status line)', async () => {
+    const { key } = await admin.createAccount({ creditsUsd: 1 });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'dev-echo', stream: true, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('x-ratelimit-limit')).toBe(String(LIMIT));
+    expect(res.headers.get('x-ratelimit-remaining')).toBe(String(LIMIT - 1));
+    expect(await res.text()).toContain('data: [DONE]');
+  });
+
   it('tracks the account, not the key: a second key of the same account shares the budget', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: 1 });
     const other = await admin.request('POST', `/accounts/${accountId}/keys`, { name: 'second' });

@@ -40,22 +40,25 @@ export class TranscriptionUploadInterceptor implements NestInterceptor {
     // The connection closed (or was closed by an answer to a broken request) while the guards ran: no body will come.
     if (req.raw.destroyed) return Promise.reject(new GatewayError(ErrorCode.InvalidRequest, 'The connection closed before the upload was read.'));
     return new Promise<void>((resolve, reject) => {
+      let watch: BodyWatch | undefined;
       const refuse = (reason: BodyWatchStop) => {
-        watch.end();
+        watch?.end();
         refuseUnreadBody(req.raw, reply.raw);
         reject(this.stopError(reason));
       };
-      const watch = new BodyWatch(req.raw, this.limit + FORM_OVERHEAD_BYTES, this.idleMs, refuse);
-      this.readForm(req, () => refuse('too_large')).then(
-        (form) => {
-          watch.end();
+      // The form's reader is piped to the body first (synchronously), then the watch listens beside it.
+      const form = this.readForm(req, () => refuse('too_large'));
+      watch = new BodyWatch(req.raw, this.limit + FORM_OVERHEAD_BYTES, this.idleMs, refuse);
+      form.then(
+        (read) => {
+          watch?.end();
           // As multer left them: the text fields as the body (the usage record reads the model asked for there).
-          req.body = form.fields;
-          req[UPLOADED_FILE] = form.file;
+          req.body = read.fields;
+          req[UPLOADED_FILE] = read.file;
           resolve();
         },
         (err: unknown) => {
-          watch.end();
+          watch?.end();
           reject(this.uploadError(err));
         },
       );

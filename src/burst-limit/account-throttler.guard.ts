@@ -1,6 +1,6 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard, ThrottlerRequest } from '@nestjs/throttler';
-import { GatewayRequest } from '../common/http/gateway-request';
+import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { BurstStoreUnavailable } from './burst-store-unavailable';
 
 /**
@@ -23,6 +23,14 @@ export class AccountThrottlerGuard extends ThrottlerGuard {
    */
   protected generateKey(_context: ExecutionContext, tracker: string, throttlerName: string): string {
     return `chat:${throttlerName}:${tracker}`;
+  }
+
+  /**
+   * X-RateLimit-* (and a 429's Retry-After) on Node's response rather than Fastify's reply: a streamed answer
+   * writes its status line there, and Fastify merges these into what `reply.send` sends as well.
+   */
+  protected setResponseHeader(res: Record<string, unknown>, name: string, value: string | number): void {
+    (res as unknown as GatewayReply).raw.setHeader(name, value);
   }
 
   /**
