@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors';
 import { ChatChunk } from '../providers/chat-contract';
-import { SseWriter } from './sse';
+import { Backpressure, SseWriter } from './sse';
 
 /**
  * Where ChatService.stream sends a stream's chunks: chat's own SSE (ChatCompletionSse), or a translation
@@ -9,8 +9,8 @@ import { SseWriter } from './sse';
 export interface ChatStreamSink {
   /** The status line is out: a failure from now on is reported in-band. */
   readonly hasStarted: boolean;
-  /** One chat.completion.chunk, already relabelled with the catalog model; resolves when the client may take more. */
-  send(chunk: ChatChunk): Promise<void>;
+  /** One chat.completion.chunk, already relabelled with the catalog model; a promise while the client cannot take more. */
+  send(chunk: ChatChunk): Backpressure;
   /** The upstream finished the stream. */
   finish(): void;
   /** The upstream failed after the first chunk: the error goes in-band and ends the response. */
@@ -25,7 +25,7 @@ export class ChatCompletionSse implements ChatStreamSink {
     return this.sse.hasStarted;
   }
 
-  send(chunk: ChatChunk): Promise<void> {
+  send(chunk: ChatChunk): Backpressure {
     return this.sse.send(chunk);
   }
 

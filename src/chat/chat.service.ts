@@ -100,7 +100,8 @@ export class ChatService {
         }
         produced += deltaText(chunk);
         chunk.model = chat.model.id;
-        await sink.send(chunk);
+        const backpressure = sink.send(chunk);
+        if (backpressure) await backpressure;
         if (signal.aborted) break;
       }
     } catch (err) {

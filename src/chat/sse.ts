@@ -9,6 +9,12 @@ import { drained } from '../common/http/drained';
 const MAX_PENDING_CHARS = 16 * 1024;
 
 /**
+ * What a write leaves to its caller: a promise to await while the client's socket buffer is full, else
+ * nothing (no promise and no microtask per event on the hot path; `await` takes either).
+ */
+export type Backpressure = Promise<void> | undefined;
+
+/**
  * Writes server-sent events with backpressure: `send` waits while the client's socket buffer is full,
  * so a slow reader slows the upstream read instead of growing the gateway's memory.
  */
@@ -37,18 +43,18 @@ export class SseWriter {
     });
   }
 
-  async send(payload: unknown): Promise<void> {
-    await this.write(`data: ${JSON.stringify(payload)}\n\n`);
+  send(payload: unknown): Backpressure {
+    return this.write(`data: ${JSON.stringify(payload)}\n\n`);
   }
 
   /** An event with its name on an `event:` line, as the Responses API sends them. */
-  async sendNamed(name: string, payload: unknown): Promise<void> {
-    await this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+  sendNamed(name: string, payload: unknown): Backpressure {
+    return this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
   }
 
   /** An event whose data is already JSON text (relayed as an upstream sent it). */
-  async sendRaw(name: string, data: string): Promise<void> {
-    await this.write(`event: ${name}\ndata: ${data}\n\n`);
+  sendRaw(name: string, data: string): Backpressure {
+    return this.write(`event: ${name}\ndata: ${data}\n\n`);
   }
 
   end(lastEvent?: string): void {
@@ -63,8 +69,8 @@ export class SseWriter {
    * Events sent in the same tick (one upstream read usually carries several) go to the response as one
    * write: each `res.write` is a chunk of its own, with its framing, in the socket's write.
    */
-  private async write(text: string): Promise<void> {
-    if (!this.isOpen) return;
+  private write(text: string): Backpressure {
+    if (!this.isOpen) return undefined;
     if (!this.hasStarted) {
       this.start();
       this.sendNow(text);
@@ -73,8 +79,7 @@ export class SseWriter {
       this.pending += text;
       if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
     }
-    if (!this.res.writableNeedDrain) return;
-    await drained(this.res);
+    return this.res.writableNeedDrain ? drained(this.res) : undefined;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
-import { SseWriter } from '../chat/sse';
+import { Backpressure, SseWriter } from '../chat/sse';
 import { anthropicErrorBody, GatewayError } from '../errors';
 import { ChatChunk, ChatChunkChoice, ChatToolCallDelta, ChatUsage, NATIVE_EVENT, NativeEvent } from '../providers/chat-contract';
 import { newId, stopOf } from '../providers/anthropic/anthropic-wire';
@@ -24,7 +24,7 @@ export class MessageEventStream implements ChatStreamSink {
   private end: ChatChunkChoice | undefined = undefined;
   private usage: ChatUsage | undefined = undefined;
   /** Writes started by the current `send`, which waits for them (backpressure). */
-  private readonly writes: Promise<void>[] = [];
+  private readonly writes: Backpressure[] = [];
 
   /** Tool calls whose relayed arguments were not a JSON object, once the stream is over. */
   private malformedToolCalls = 0;
@@ -83,7 +83,7 @@ export class MessageEventStream implements ChatStreamSink {
    * message_start's `model` is changed, to the catalog id the client asked for, and message_delta's usage gains
    * the charge (`cost`).
    */
-  private relay({ event, raw, data }: NativeEvent, cost: number | undefined): Promise<void> {
+  private relay({ event, raw, data }: NativeEvent, cost: number | undefined): Backpressure {
     const message = data.message;
     if (event === 'message_start' && message && typeof message === 'object') {
       return this.sse.sendNamed(event, { ...data, message: { ...message, model: this.model } });

@@ -1,5 +1,5 @@
 import { ChatStreamSink } from '../chat/chat-stream-sink';
-import { SseWriter } from '../chat/sse';
+import { Backpressure, SseWriter } from '../chat/sse';
 import { ErrorCode, GatewayError } from '../errors';
 import { ChatChunk, ChatToolCallDelta, ChatUsage } from '../providers/chat-contract';
 import {
@@ -78,7 +78,7 @@ export class ResponseEventStream implements ChatStreamSink {
   private finishReason: string | null = null;
   private usage: ChatUsage | undefined = undefined;
   /** Writes started by the current `send`, which waits for them (backpressure). */
-  private readonly writes: Promise<void>[] = [];
+  private readonly writes: Backpressure[] = [];
 
   constructor(
     private readonly sse: SseWriter,

@@ -8,6 +8,7 @@ import {
   UpstreamChatStream,
   VerboseTranscription,
 } from '../providers/upstream-provider';
+import type { ChatChunk } from '../providers/chat-contract';
 import type { Deployment } from './deployment';
 
 /** One kind of upstream call, sent to a chosen deployment. Module constants: nothing allocated per request. */
@@ -45,11 +46,52 @@ export const SPEECH: Operation<SpeechInput, SpeechAudio> = {
   },
 };
 
-async function* releasedAtEnd(chunks: UpstreamChatStream, release: () => void): UpstreamChatStream {
-  try {
-    yield* chunks;
-  } finally {
-    release();
+/**
+ * The chunks as they come, with `release` called once when they end, fail or the reader stops. Not an async
+ * generator: a `yield*` would add its own promises and microtask hops to every chunk of every stream.
+ */
+function releasedAtEnd(chunks: UpstreamChatStream, release: () => void): UpstreamChatStream {
+  return new ReleasedAtEnd(chunks[Symbol.asyncIterator](), release);
+}
+
+class ReleasedAtEnd implements AsyncIterableIterator<ChatChunk> {
+  private released = false;
+
+  constructor(
+    private readonly inner: AsyncIterator<ChatChunk>,
+    private readonly release: () => void,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ChatChunk>> {
+    return this.inner.next().then(
+      (result) => {
+        if (result.done) this.releaseOnce();
+        return result;
+      },
+      (err: unknown) => {
+        this.releaseOnce();
+        throw err;
+      },
+    );
+  }
+
+  /** The reader stopped early (a client that left, an error of its own): the inner stream stops, then the hold goes. */
+  async return(value?: unknown): Promise<IteratorResult<ChatChunk>> {
+    try {
+      return this.inner.return ? await this.inner.return(value) : { done: true, value: undefined };
+    } finally {
+      this.releaseOnce();
+    }
+  }
+
+  private releaseOnce(): void {
+    if (this.released) return;
+    this.released = true;
+    this.release();
   }
 }
 

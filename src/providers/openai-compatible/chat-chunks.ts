@@ -1,5 +1,5 @@
 import { ChatChunk } from '../chat-contract';
-import { SseReader } from '../http/sse-reader';
+import { SseEvent, SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 
 /**
@@ -7,15 +7,50 @@ import { UpstreamFailure } from '../upstream-failure';
  * `data: [DONE]` (nothing after it is read); an in-band `{"error": ...}` event, a payload that is not a JSON
  * object, or a stream that ends without `[DONE]` is an UpstreamFailure.
  */
-export async function* chatChunks(name: string, events: SseReader): AsyncGenerator<ChatChunk> {
-  for await (const { data } of events) {
-    if (data === '[DONE]') {
-      events.complete();
-      return;
-    }
-    yield parseChunk(name, data);
+export function chatChunks(name: string, events: SseReader): AsyncIterableIterator<ChatChunk> {
+  return new ChatChunks(name, events);
+}
+
+/**
+ * Maps the reader's events one for one, without an async generator of its own: a generator's yield adds its
+ * own promises and microtask hops to every chunk of every stream (the reader beneath is one already).
+ */
+class ChatChunks implements AsyncIterableIterator<ChatChunk> {
+  private readonly inner: AsyncIterator<SseEvent>;
+
+  constructor(
+    private readonly name: string,
+    private readonly events: SseReader,
+  ) {
+    this.inner = events[Symbol.asyncIterator]();
   }
-  throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream without [DONE].`);
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<ChatChunk>> {
+    const read = await this.inner.next();
+    if (read.done) throw new UpstreamFailure('bad_response', `Upstream ${this.name} ended the stream without [DONE].`);
+    if (read.value.data === '[DONE]') {
+      // The reader drains what follows, so that the connection goes back to the pool.
+      this.events.complete();
+      await this.inner.return?.();
+      return { done: true, value: undefined };
+    }
+    try {
+      return { done: false, value: parseChunk(this.name, read.value.data) };
+    } catch (err) {
+      await this.inner.return?.();
+      throw err;
+    }
+  }
+
+  /** The reader stopped early: the reader beneath stops too (and discards the rest of the body). */
+  async return(): Promise<IteratorResult<ChatChunk>> {
+    await this.inner.return?.();
+    return { done: true, value: undefined };
+  }
 }
 
 function parseChunk(name: string, payload: string): ChatChunk {
