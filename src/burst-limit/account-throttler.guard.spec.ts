@@ -28,7 +28,8 @@ class StorageWithABug extends FixedWindowMemoryStorage {
 function context(accountId: string, ip = '203.0.113.7', controller: typeof ChatControllerStub | typeof MessagesControllerStub = ChatControllerStub) {
   const headers: Record<string, string | number> = {};
   const req = { auth: { accountId, keyId: 'k' }, ip, headers: {} };
-  const res = { header: (name: string, value: string | number) => (headers[name] = value) };
+  // Fastify's reply: the guard sets its headers on Node's response under it, which streams write too.
+  const res = { raw: { setHeader: (name: string, value: string | number) => (headers[name] = value) } };
   const ctx = new ExecutionContextHost([req, res], controller, controller.prototype.create);
   return { ctx, headers };
 }
