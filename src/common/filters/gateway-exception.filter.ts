@@ -72,7 +72,11 @@ export class GatewayExceptionFilter implements ExceptionFilter {
   }
 }
 
-/** Fastify's own refusals of a request (a malformed URL, an over-long route parameter): FST_ codes with a 4xx status. */
+/**
+ * Fastify's own refusals of a request that reach Nest's error handler (FST_ codes with a 4xx status, e.g. a body
+ * Fastify cannot frame). The router's refusals before any hook (a malformed path, an over-long parameter) do not
+ * come here: `answerFrameworkError` (common/http/request-hooks.ts) answers them.
+ */
 function clientStatusOfFastifyError(exception: unknown): number | null {
   if (!(exception instanceof Error)) return null;
   const { code, statusCode } = exception as Error & { code?: unknown; statusCode?: unknown };
