@@ -163,7 +163,15 @@ const MAX_UNROUTED_ENDPOINT_LENGTH = 128;
  */
 function endpointOf(request: MeteredRequest): string {
   const route = request.routeOptions?.url;
-  // Fastify's wildcard is the rest of the path: on the one route that has it, the model id.
-  if (typeof route === 'string') return route.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{id}');
-  return storableText(pathOf(request.url), MAX_UNROUTED_ENDPOINT_LENGTH);
+  if (typeof route !== 'string') return storableText(pathOf(request.url), MAX_UNROUTED_ENDPOINT_LENGTH);
+  let endpoint = ENDPOINTS.get(route);
+  if (endpoint === undefined) {
+    // Fastify's wildcard is the rest of the path: on the one route that has it, the model id.
+    endpoint = route.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{id}');
+    ENDPOINTS.set(route, endpoint);
+  }
+  return endpoint;
 }
+
+/** Each route's endpoint, worked out once: the routes are the app's own, a few dozen. */
+const ENDPOINTS = new Map<string, string>();

@@ -72,6 +72,12 @@ describe(SseReader.name, () => {
     }
   });
 
+  it('drops a byte-order mark that opens the stream, even one split across reads, and keeps one inside an event', async () => {
+    const bytes = Buffer.from(`\ufeff${sse('\n')}`, 'utf8');
+    for (const cut of [1, 2, 3]) await expect(parse(cutAt(bytes, [cut]))).resolves.toEqual(FRAMED);
+    await expect(parse(['data: \ufeffx\n\n'])).resolves.toEqual([{ event: undefined, data: '\ufeffx' }]);
+  });
+
   it('reads a stream that mixes LF, CRLF and CR', async () => {
     const [a, b, c] = EVENTS.map((e) => JSON.stringify(e));
     await expect(parse([`data: ${a}\r\n\ndata: ${b}\r\rdata: ${c}\n\r\ndata: [DONE]\r\n\r\n`])).resolves.toEqual(framed(EVENTS.slice(0, 3)));
