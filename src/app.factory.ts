@@ -39,10 +39,11 @@ export async function createGatewayApp(options: GatewayOptions): Promise<INestAp
   app.useLogger(app.get(PinoNestLogger));
   const fastify = app.getHttpAdapter().getInstance();
   leaveBodiesUnread(fastify);
-  registerRequestHooks(fastify, app.get(ROOT_LOGGER));
+  const logger = app.get(ROOT_LOGGER);
+  registerRequestHooks(fastify, logger);
   const server = app.getHttpServer();
   applyServerTimeouts(server, options.config.limits);
-  answerClientErrors(server, options.config.limits, app.get(ROOT_LOGGER), app.get(ErrorAnswerListener));
+  answerClientErrors(server, options.config.limits, logger, app.get(ErrorAnswerListener));
   setupOpenApi(app);
   return app;
 }

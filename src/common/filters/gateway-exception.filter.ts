@@ -1,7 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
-import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
+import { ErrorCode, GatewayError } from '../../errors';
+import { sendGatewayError } from '../http/error-reply';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayReply, GatewayRequest } from '../http/gateway-request';
 import { refuseUnreadBody } from '../http/refuse-unread-body';
@@ -34,7 +35,7 @@ export class GatewayExceptionFilter implements ExceptionFilter {
     if (error.code === ErrorCode.ServiceUnavailable) reply.header('Retry-After', String(RETRY_AFTER_S));
     // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
     else if (error.retryAfterS !== null) reply.header('Retry-After', String(error.retryAfterS));
-    reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(errorBodyFor(req.url, req.headers, error)));
+    sendGatewayError(req, reply, error);
   }
 
   private toGatewayError(exception: unknown, requestId: string): GatewayError {

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Logger } from 'pino';
-import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
+import { ErrorCode, GatewayError } from '../../errors';
+import { sendGatewayError } from './error-reply';
 import { GatewayRequest } from './gateway-request';
 import { pathOf } from './url-path';
 
@@ -66,5 +67,5 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
     ? new GatewayError(ErrorCode.InvalidRequest, 'A segment of the request path is too long.', null, 414)
     : new GatewayError(ErrorCode.InvalidRequest, 'The request path is not valid: its percent-encoding does not decode.');
   reply.raw.setHeader('x-request-id', request.id);
-  reply.code(refusal.status).type('application/json; charset=utf-8').send(JSON.stringify(errorBodyFor(request.url, request.headers, refusal)));
+  sendGatewayError(request, reply, refusal);
 }
