@@ -15,7 +15,12 @@ import { TEST_ADMIN_TOKEN } from '../support/test-app';
  */
 jest.setTimeout(360_000);
 
-const LOAD_MS = 180_000;
+/**
+ * Three minutes on the machine's Node (`npm test`). The runtime job (`npm run test:runtime`, Node 22, 24 and 26)
+ * sets BURST_SOAK_MS to one minute: there it checks what a runtime can change (sockets, timers, the Redis
+ * client under load), not the soak's length again.
+ */
+const LOAD_MS = Number(process.env.BURST_SOAK_MS ?? 180_000);
 const CLIENTS = 16;
 /** Busy loops beside the gateways, so that Redis competes for the cores as on a loaded machine. */
 const SPINNERS = 1;
