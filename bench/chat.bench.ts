@@ -1,6 +1,7 @@
 /**
- * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, and the gateway (billing and
- * metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
+ * Chat benchmark: the fake upstream directly, a minimal pass-through proxy, the framework's floor (NestJS on
+ * Fastify with a guard and an interceptor, relabelling the model: bench/nest-floor.ts), and the gateway
+ * (billing and metering on), for non-streaming and streaming chat, in one run on this machine. Usage: `npm run bench`
  * (BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_STREAMS, BENCH_ACCOUNTS, BENCH_ONLY, BENCH_SEQUENTIAL,
  * BENCH_UNLOADED_BLOCKS, BENCH_RATE, BENCH_PORTKEY, BENCH_BASELINE, BENCH_GATEWAY_NODE_ARGS, DATABASE_URL and REDIS_URL are read from
  * the environment). BENCH_BASELINE names another checkout of this project (a git worktree with its
@@ -301,6 +302,7 @@ async function main(): Promise<void> {
   const upstream = await startChild(...tsNode('bench-upstream.ts'), {}, /^\d+$/);
   const upstreamUrl = `http://127.0.0.1:${upstream.line.trim()}`;
   const proxy = await startChild(...tsNode('minimal-proxy.ts', upstreamUrl), {}, /^\d+$/);
+  const floor = await startChild(...tsNode('nest-floor.ts', upstreamUrl), {}, /^\d+$/);
   const flaky = DEPLOYMENTS === 2 ? await startChild(...tsNode('bench-upstream.ts'), { BENCH_FAIL_RATIO: FLAKY_RATIO }, /^\d+$/) : undefined;
   const gateway = await gatewayTarget(upstreamUrl, database.url, ROOT, 'gateway', flaky && `http://127.0.0.1:${flaky.line.trim()}`);
   const baseline = BASELINE ? await gatewayTarget(upstreamUrl, database.url, BASELINE, 'baseline gateway') : undefined;
@@ -308,6 +310,7 @@ async function main(): Promise<void> {
   const targets: Target[] = [
     { name: 'direct (fake upstream)', url: `${upstreamUrl}/v1`, headers: {}, pid: upstream.child.pid },
     { name: 'minimal proxy', url: `http://127.0.0.1:${proxy.line.trim()}/v1`, headers: {}, pid: proxy.child.pid },
+    { name: 'nest floor', url: `http://127.0.0.1:${floor.line.trim()}/v1`, headers: { authorization: 'Bearer bench' }, pid: floor.child.pid },
     ...gateway.targets,
     ...(baseline?.targets ?? []),
     ...(portkey ? [portkey] : []),
