@@ -21,6 +21,8 @@ jest.setTimeout(360_000);
  * client under load), not the soak's length again.
  */
 const LOAD_MS = Number(process.env.BURST_SOAK_MS ?? 180_000);
+// A mistyped knob would otherwise load for no time at all, and the soak would pass without a request sent.
+if (!Number.isInteger(LOAD_MS) || LOAD_MS < 10_000) throw new Error(`BURST_SOAK_MS must be at least 10000 ms, not ${process.env.BURST_SOAK_MS}`);
 const CLIENTS = 16;
 /** Busy loops beside the gateways, so that Redis competes for the cores as on a loaded machine. */
 const SPINNERS = 1;
