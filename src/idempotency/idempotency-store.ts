@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig, IdempotencyConfig } from '../config/gateway-config.schema';
+import { BodyFingerprint } from './body-fingerprint';
 
 /** A first answer as kept for its repeats: replayed byte for byte. */
 export interface KeptAnswer {
@@ -53,7 +54,7 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
     return (this.config.claim_ttl_s * 1000) / 3;
   }
 
-  async claim(accountId: string, key: string, route: string, bodyHash: string): Promise<Claim> {
+  async claim(accountId: string, key: string, route: string, body: BodyFingerprint): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const token = randomUUID();
       const claimed: { token: string }[] = await this.db.query(
@@ -66,7 +67,7 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
           WHERE idempotency_keys.expires_at < now()
              OR (idempotency_keys.state = 'running' AND idempotency_keys.claimed_until < now())
          RETURNING token`,
-        [accountId, key, route, bodyHash, token, this.config.claim_ttl_s, this.config.keep_s],
+        [accountId, key, route, body.hash, token, this.config.claim_ttl_s, this.config.keep_s],
       );
       if (claimed[0]?.token === token) return { kind: 'owner', token };
       const [row]: {
@@ -86,7 +87,7 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
         [accountId, key],
       );
       if (!row) continue;
-      if (row.route !== route || row.body_hash !== bodyHash) return { kind: 'reused' };
+      if (row.route !== route || !body.matches(row.body_hash)) return { kind: 'reused' };
       if (row.state === 'running') return { kind: 'in_progress', retryAfterS: row.wait_s };
       return { kind: 'replay', answer: { status: row.status ?? 200, headers: row.headers ?? {}, body: row.body ?? Buffer.alloc(0), model: row.model, streamed: row.streamed } };
     }

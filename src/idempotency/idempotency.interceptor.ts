@@ -1,12 +1,13 @@
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { from, mergeMap, Observable, of } from 'rxjs';
 import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode, GatewayError } from '../errors';
+import { assertModelAllowed } from '../keys/allowed-model';
 import { meterOf } from '../usage/usage-records';
 import { AnswerCapture } from './answer-capture';
+import { bodyFingerprint } from './body-fingerprint';
 import { IdempotencyStore, KeptAnswer } from './idempotency-store';
 
 /** The metadata under which @Idempotent names its route. */
@@ -19,7 +20,8 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
  * `Idempotency-Key` on the routes marked @Idempotent (docs/idempotency.md): the account's first request with a key
  * runs and its answer is kept (status 200, not ended in an error); a repeat of the same route and body gets that
  * answer again, byte for byte, without running (no upstream call, no charge; recorded in usage at cost 0); a repeat
- * while the first runs gets 409, the key with another route or body 400.
+ * while the first runs gets 409, the key with another route or body 400. The body is compared by its canonical JSON
+ * (body-fingerprint.ts). Route guards ran before: the presenting key is live and, for speech, entitled.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -40,8 +42,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const route = this.reflector.get<string>(IDEMPOTENT_ROUTE, context.getHandler());
     const accountId = req.auth!.accountId;
     const res = context.switchToHttp().getResponse<GatewayReply>().raw;
-    const bodyHash = createHash('sha256').update(JSON.stringify(req.body ?? null)).digest('hex');
-    return from(this.store.claim(accountId, header, route, bodyHash)).pipe(
+    return from(this.store.claim(accountId, header, route, bodyFingerprint(req.body ?? null))).pipe(
       mergeMap((claim) => {
         switch (claim.kind) {
           case 'owner':
@@ -95,9 +96,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     });
   }
 
-  /** The kept answer, as it was sent, with `idempotent-replayed: true`; recorded at cost 0. */
+  /**
+   * The kept answer, as it was sent, with `idempotent-replayed: true`; recorded at cost 0. The key presenting it passes
+   * the model check its own request would have met first (400 model_not_allowed): the answer may be another key's.
+   */
   private replay(req: GatewayRequest, res: ServerResponse, answer: KeptAnswer): void {
     meterOf(req)?.describe({ model: answer.model ?? undefined, streamed: answer.streamed });
+    assertModelAllowed(req.auth, answer.model);
     res.statusCode = answer.status;
     for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
     res.setHeader(REPLAYED_HEADER, 'true');
