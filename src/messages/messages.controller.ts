@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Logger, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
@@ -16,7 +16,7 @@ import { countTokensAnswer, countTokensBody, createMessageBody } from './dto/mes
 import { MalformedToolArguments } from './malformed-tool-arguments';
 import { NATIVE_ANSWER } from '../providers/chat-contract';
 import { ProviderRegistry } from '../providers/provider-registry';
-import { asGatewayError } from '../providers/upstream-failure';
+import { asGatewayError, logCredentialsRefused } from '../providers/upstream-failure';
 import { PassThrough } from '../providers/upstream-provider';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { messageFromCompletion } from './message-body';
@@ -35,6 +35,8 @@ const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {t
 @Controller('v1/messages')
 @AcceptsXApiKey()
 export class MessagesController {
+  private readonly logger = new Logger(MessagesController.name);
+
   constructor(
     private readonly chat: ChatService,
     private readonly malformedToolArguments: MalformedToolArguments,
@@ -109,6 +111,7 @@ export class MessagesController {
       try {
         return await counter.countTokens(request.model, passThroughOf(req, request.passThroughBody!), abortOnClientClose(res.raw));
       } catch (err) {
+        logCredentialsRefused(this.logger, err, req.id);
         throw asGatewayError(err, 'model');
       }
     }

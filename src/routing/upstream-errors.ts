@@ -3,14 +3,15 @@ import { UpstreamFailure } from '../providers/upstream-failure';
 
 /**
  * A failure worth another deployment (docs/configuration.md, "Deployments"): a connection failure, no
- * answer's headers in time, a 429 or a 5xx. A 4xx other than 429 is the request's own fault and passes
- * through; a malformed or broken answer after its headers is not retried either.
+ * answer's headers in time, a 429 or a 5xx, a refused credential (another deployment has its own). Any other 4xx
+ * is the request's own fault and passes through; a malformed or broken answer after its headers is not retried either.
  */
 export function isRetryable(err: unknown): boolean {
   if (!(err instanceof UpstreamFailure)) return false;
   switch (err.kind) {
     case 'unreachable':
     case 'server_error':
+    case 'credentials_refused':
       return true;
     case 'rejected':
       return err.status === 429;

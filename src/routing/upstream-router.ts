@@ -1,9 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
 import { DeploymentSample, MetricsService } from '../metrics/metrics.service';
 import { ProviderRegistry } from '../providers/provider-registry';
-import { UpstreamFailure } from '../providers/upstream-failure';
+import { logCredentialsRefused, UpstreamFailure } from '../providers/upstream-failure';
 import {
   ChatRequestBody,
   SpeechAudio,
@@ -19,8 +19,9 @@ import { buildRoutes, Route } from './route';
 import { CHAT, CHAT_STREAM, Operation, SPEECH, TRANSCRIBE } from './routing-operations';
 import { allDeploymentsOut, budgetSpent, countsAgainstDeployment, isRetryable } from './upstream-errors';
 
-/** Where the router reports who served a request (the request's UsageMeter). */
+/** Where the router reports who served a request (the request's UsageMeter), and the request's id for its log lines. */
 export interface ServedListener {
+  readonly requestId?: string;
   describe(served: ServedBy): void;
 }
 
@@ -32,6 +33,7 @@ export interface ServedListener {
  */
 @Injectable()
 export class UpstreamRouter {
+  private readonly logger = new Logger(UpstreamRouter.name);
   private readonly routes: Map<string, Route>;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, providers: ProviderRegistry, metrics: MetricsService) {
@@ -75,6 +77,7 @@ export class UpstreamRouter {
       return await op.send(d, input, signal);
     } catch (err) {
       failed = !signal.aborted && countsAgainstDeployment(err);
+      logCredentialsRefused(this.logger, err, served?.requestId);
       throw err;
     } finally {
       d.inFlight--;
@@ -120,6 +123,7 @@ export class UpstreamRouter {
         }
         const failure = attemptSignal.aborted ? budgetSpent(model.id, route.budgetMs) : err;
         this.judge(d, failure, seconds, attempts > 1);
+        logCredentialsRefused(this.logger, failure, served?.requestId);
         const elapsed = Date.now() - startedAt;
         if (!isRetryable(failure) || attempts > route.retries || elapsed >= route.budgetMs) throw failure;
         lastFailure = failure;

@@ -73,6 +73,11 @@ export class UsageMeter {
     });
   }
 
+  /** The id of the request recorded (for the log lines of those the meter is handed to). */
+  get requestId(): string {
+    return this.request.id;
+  }
+
   /** `model`: the catalog id of the entry that serves (the record names it as the client did: see RecordedModel). */
   describe(served: ServedRequest): void {
     if (served.model !== undefined) this.model = served.model;

@@ -35,19 +35,21 @@ export function withFakeProvider(baseUrl: string, models: PricedModel[], options
       base_url: baseUrl,
       timeouts: { connect_ms: options.connectMs ?? 1000, request_ms: options.requestMs ?? 10_000 },
     };
-    for (const m of models) {
-      raw.catalog.push({
-        id: m.id,
-        kind: 'chat',
-        provider: name,
-        upstream_model: upstreamModelOf(m),
-        input_price_per_million: m.input,
-        output_price_per_million: m.output,
-        ...classPriceFields(m),
-        max_output_tokens: m.maxOutput,
-      });
-    }
+    for (const m of models) raw.catalog.push(chatCatalogEntry(m, { provider: name, upstream_model: upstreamModelOf(m) }));
     raw.limits.chat_burst = options.burst ?? { requests: 100_000, window_s: 1 };
+  };
+}
+
+/** The catalog's chat entry of `m` with its prices, served as `serving` says (`provider` and `upstream_model`, or `deployments`). */
+export function chatCatalogEntry(m: PricedModel, serving: Record<string, unknown>): Record<string, unknown> {
+  return {
+    id: m.id,
+    kind: 'chat',
+    ...serving,
+    input_price_per_million: m.input,
+    output_price_per_million: m.output,
+    ...classPriceFields(m),
+    max_output_tokens: m.maxOutput,
   };
 }
 

@@ -72,6 +72,20 @@ const RATE_LIMIT_BODIES: Record<RateLimitKind, { message: string; type: RateLimi
   },
 };
 
+/**
+ * OpenAI's 401 bodies (https://platform.openai.com/docs/guides/error-codes, "401 - Incorrect API key provided"): a
+ * wrong key is quoted back masked, its first characters and its last four kept, as OpenAI does.
+ */
+export function openAiUnauthorized(sent: string | undefined): { error: { message: string; type: string; param: null; code: string | null } } {
+  if (!sent) {
+    const message = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the basic auth username and password if you're accessing the API from your browser. You can obtain an API key from https://platform.openai.com/account/api-keys.";
+    return { error: { message, type: 'invalid_request_error', param: null, code: null } };
+  }
+  const masked = `${sent.slice(0, 8)}${'*'.repeat(Math.max(0, sent.length - 12))}${sent.slice(-4)}`;
+  const message = `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`;
+  return { error: { message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } };
+}
+
 export interface FakeReply {
   content: string;
   promptTokens: number;
@@ -168,6 +182,8 @@ export class FakeUpstream {
   retryAfterS: number | null = null;
   /** Which of OpenAI's 429 bodies `status429` sends. */
   rateLimit: RateLimitKind = 'requests';
+  /** The only key accepted (`Authorization: Bearer`), else OpenAI's 401 (openAiUnauthorized); null: any key, or none. */
+  apiKey: string | null = null;
   /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
   faultAfterEvents: number | null = null;
   /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
@@ -226,6 +242,7 @@ export class FakeUpstream {
     this.failureMessage = 'The fake upstream rejected this request.';
     this.retryAfterS = null;
     this.rateLimit = 'requests';
+    this.apiKey = null;
     this.sseFraming = 'random';
   }
 
@@ -279,6 +296,8 @@ export class FakeUpstream {
     if (mode === 'reset') return destroy();
     if (this.responseDelayMs) await sleep(this.responseDelayMs);
     if (res.destroyed) return;
+    const bearer = /^Bearer (.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (this.apiKey !== null && bearer !== this.apiKey) return sendJson(res, 401, openAiUnauthorized(bearer));
     if (mode === 'status4xx') {
       return sendJson(res, 400, { error: { message: this.failureMessage, type: 'invalid_request_error', param: null, code: 'fake_rejection' } });
     }

@@ -172,13 +172,17 @@ describe('Converse to chat', () => {
 describe(bedrockFailure.name, () => {
   const meta = (status: number) => ({ $metadata: { httpStatusCode: status } });
 
-  it('makes throttling a retried 429, Bedrock\'s own failures server errors, and other 4xx pass-through rejections', () => {
+  it('makes throttling a retried 429, Bedrock\'s own failures server errors, refused credentials the operator\'s, and other 4xx pass-through rejections', () => {
     expect(bedrockFailure('b', new ThrottlingException({ message: 'Too many requests', ...meta(429) }))).toMatchObject({ kind: 'rejected', status: 429, message: 'Too many requests' });
     for (const name of ['ServiceUnavailableException', 'InternalServerException', 'ModelNotReadyException']) {
       expect(bedrockFailure('b', Object.assign(new Error('down'), { name, ...meta(503) }))).toMatchObject({ kind: 'server_error' });
     }
     expect(bedrockFailure('b', new ValidationException({ message: 'maxTokens too big', ...meta(400) }))).toMatchObject({ kind: 'rejected', status: 400, message: 'maxTokens too big' });
-    expect(bedrockFailure('b', Object.assign(new Error('no access'), { name: 'AccessDeniedException', $fault: 'client', ...meta(403) }))).toMatchObject({ kind: 'rejected', status: 403 });
+    for (const name of ['AccessDeniedException', 'UnrecognizedClientException']) {
+      const failure = bedrockFailure('b', Object.assign(new Error('The security token included in the request is invalid.'), { name, $fault: 'client', ...meta(403) }));
+      expect(failure).toMatchObject({ kind: 'credentials_refused', status: 403, provider: 'b', upstreamCode: name });
+      expect(failure.message).toBe('The upstream provider "b" refused the gateway\'s credentials (HTTP 403); the operator must check the credentials configured for it.');
+    }
     expect(bedrockFailure('b', Object.assign(new Error('nope'), { name: 'ResourceNotFoundException', $fault: 'client', ...meta(404) }))).toMatchObject({ kind: 'rejected', status: 404 });
   });
 

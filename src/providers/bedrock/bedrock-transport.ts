@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { BedrockRuntimeClient, ConverseCommand, ConverseResponse, ConverseStreamCommand, ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { BedrockProviderConfig } from '../../config/gateway-config.schema';
-import { beforeHeaders, UpstreamFailure } from '../upstream-failure';
+import { beforeHeaders, CredentialsRefused, UpstreamFailure } from '../upstream-failure';
 import type { ConverseInput } from './chat-to-bedrock';
 
 /** Keep-alive connections idle longer than this are closed, as HttpTransport's. */
@@ -12,6 +12,18 @@ const KEEP_ALIVE_MS = 30_000;
 /** The SDK's errors of a throttled request, and of Bedrock's own failures (retried on another deployment). */
 const THROTTLED = new Set(['ThrottlingException']);
 const SERVER_FAILURES = new Set(['ServiceUnavailableException', 'InternalServerException', 'ModelNotReadyException', 'ModelErrorException']);
+/** AWS refusing the gateway's own credentials or their rights (https://docs.aws.amazon.com/bedrock/latest/APIReference/CommonErrors.html). */
+const CREDENTIALS_REFUSED = new Set([
+  'AccessDeniedException',
+  'UnrecognizedClientException',
+  'InvalidSignatureException',
+  'IncompleteSignature',
+  'InvalidClientTokenId',
+  'MissingAuthenticationToken',
+  'MissingAuthenticationTokenException',
+  'ExpiredTokenException',
+  'NotAuthorized',
+]);
 /** The socket errors the SDK's NodeHttpHandler renames TimeoutError: a broken connection, not a slow one. */
 const BROKEN = new Set(['ECONNRESET', 'EPIPE']);
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -83,7 +95,7 @@ export class BedrockTransport {
       const failure = bedrockFailure(this.name, err);
       // After the answer's headers an exception event is a failed answer, whatever its name (Anthropic's error
       // event reads the same); nothing here happened before the headers.
-      const answered = failure.kind === 'rejected' || failure.kind === 'server_error';
+      const answered = failure.kind === 'rejected' || failure.kind === 'server_error' || failure.kind === 'credentials_refused';
       throw new UpstreamFailure(answered ? 'server_error' : failure.kind, answered ? `Upstream ${this.name} failed mid-stream: ${failure.message}` : failure.message, failure.status);
     }
   }
@@ -108,8 +120,9 @@ interface SdkError {
 
 /**
  * An SDK error as an UpstreamFailure: throttling is a retried 429, Bedrock's 5xx-like exceptions a server_error,
- * any other service exception (ValidationException, AccessDeniedException, ResourceNotFoundException, …) a
- * rejection with its status and the service's message, passed through. Without an answer: unreachable, timeout,
+ * AWS refusing the gateway's credentials (UnrecognizedClientException, AccessDeniedException, any 401/403) the
+ * operator's fault (credentials_refused), any other service exception (ValidationException,
+ * ResourceNotFoundException, …) a rejection with its status and the service's message, passed through. Without an answer: unreachable, timeout,
  * or a broken connection; an abort reads as other providers' (toUpstreamFailure in http-transport.ts).
  */
 export function bedrockFailure(name: string, err: unknown): UpstreamFailure {
@@ -120,6 +133,7 @@ export function bedrockFailure(name: string, err: unknown): UpstreamFailure {
   const status = typeof error.$metadata?.httpStatusCode === 'number' ? error.$metadata.httpStatusCode : null;
   if (type === 'AbortError') return new UpstreamFailure('bad_response', `Request to upstream ${name} aborted.`);
   if (THROTTLED.has(type)) return new UpstreamFailure('rejected', message, 429);
+  if (CREDENTIALS_REFUSED.has(type) || status === 401 || status === 403) return new CredentialsRefused(name, status ?? 403, type || null);
   if (SERVER_FAILURES.has(type)) return new UpstreamFailure('server_error', `Upstream ${name} failed: ${type}: ${message}`, status);
   if (type === 'ModelTimeoutException') return new UpstreamFailure('timeout', `Upstream ${name} did not answer in time: ${message}`, status, true);
   if (error.$fault === 'client' || (status !== null && status >= 400 && status < 500)) return new UpstreamFailure('rejected', message, status ?? 400);

@@ -15,18 +15,28 @@ export function geminiPath(operation: UpstreamOperation, upstreamModel: string):
 }
 
 /**
+ * Whether Google's error body says the key is bad: an ErrorInfo detail whose reason is one of `API_KEY_…`
+ * (API_KEY_INVALID comes with a 400 INVALID_ARGUMENT: https://ai.google.dev/gemini-api/docs/troubleshooting).
+ */
+export function refusesGeminiKey(_status: number, body: unknown): boolean {
+  const details = (body as { error?: { details?: unknown } } | undefined)?.error?.details;
+  return Array.isArray(details) && details.some((detail) => typeof detail?.reason === 'string' && detail.reason.startsWith('API_KEY_'));
+}
+
+/**
  * Google's Gemini API (DESIGN.md section 11, docs/configuration.md "gemini"): generateContent and
  * streamGenerateContent with `x-goog-api-key`. Every client's request arrives as a chat body and is translated
  * (chat-to-gemini.ts); the answer and the stream are read back into the chat contract (gemini-to-chat.ts), usage
  * in chat's token classes. Errors ({error: {code, message, status}}) are mapped by the transport: 429
- * RESOURCE_EXHAUSTED is retried on another deployment, 5xx (503 UNAVAILABLE) too, other 4xx pass through.
+ * RESOURCE_EXHAUSTED is retried on another deployment, 5xx (503 UNAVAILABLE) too, a refused key (401, 403, or a 400 naming
+ * API_KEY_INVALID) is the operator's (502), other 4xx pass through.
  */
 export class GeminiProvider implements ChatUpstream {
   private readonly transport: HttpTransport;
 
   constructor(readonly name: string, config: GeminiProviderConfig, env: NodeJS.ProcessEnv = process.env) {
     const key = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.transport = new HttpTransport(name, config, { auth: googleApiKeyAuth(key), path: geminiPath });
+    this.transport = new HttpTransport(name, config, { auth: googleApiKeyAuth(key), path: geminiPath, refusesCredentials: refusesGeminiKey });
   }
 
   async chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatJson> {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Dispatcher, errors, FormData, Pool } from 'undici';
 import { TimeoutsConfig } from '../../config/gateway-config.schema';
-import { beforeHeaders, UpstreamFailure } from '../upstream-failure';
+import { beforeHeaders, CredentialsRefused, UpstreamFailure } from '../upstream-failure';
 import { UpstreamAuth } from './upstream-auth';
 
 export interface UpstreamResponse {
@@ -32,11 +32,18 @@ export interface TransportConfig {
  */
 export type UpstreamErrorMessage = (status: number, body: unknown) => string | null;
 
+/**
+ * Whether an error answer other than a 401 or 403 says the gateway's credential is bad (Gemini answers a wrong key
+ * 400 INVALID_ARGUMENT, reason API_KEY_INVALID).
+ */
+export type CredentialsRefusal = (status: number, body: unknown) => boolean;
+
 /** What a provider decides about its HTTP: how requests are authenticated, where each operation goes, and (optionally) how its errors read. */
 export interface TransportHooks {
   auth: UpstreamAuth;
   path: UpstreamPath;
   errorMessage?: UpstreamErrorMessage;
+  refusesCredentials?: CredentialsRefusal;
 }
 
 /** Keep-alive connections idle longer than this are closed (most upstreams close at 60 s or later). */
@@ -51,7 +58,7 @@ export const MAX_JSON_ANSWER_BYTES = 16 * 1024 * 1024;
 /**
  * HTTP to one upstream, for every provider type: a keep-alive pool, its timeouts, and the provider's hooks
  * (auth headers, the path of each operation). Every failure becomes an UpstreamFailure; a non-2xx answer
- * becomes `rejected` (4xx) or `server_error` (5xx) with the upstream's own message.
+ * becomes `credentials_refused` (401, 403), `rejected` (other 4xx) or `server_error` (5xx) with the upstream's own message.
  */
 export class HttpTransport {
   private readonly pool: Pool;
@@ -105,6 +112,10 @@ export class HttpTransport {
       return { contentType: responseType, body: answer.body };
     }
     const { message, quotaSpent, parsed } = await readError(answer.body).catch(() => ({ message: '', quotaSpent: false, parsed: undefined }));
+    // The gateway's own key refused: the operator's to fix, never the client's (DESIGN.md section 12.3).
+    if (answer.statusCode === 401 || answer.statusCode === 403 || this.hooks.refusesCredentials?.(answer.statusCode, parsed)) {
+      throw new CredentialsRefused(this.name, answer.statusCode, errorCode(parsed));
+    }
     const detail = this.hooks.errorMessage?.(answer.statusCode, parsed) || message || `HTTP ${answer.statusCode}`;
     // OpenAI's 429 insufficient_quota: the deployment's own account is out of credits, not rate limited. The
     // request is not at fault and waiting does not help: the upstream failed (502, another deployment tried,
@@ -209,4 +220,13 @@ async function readError(body: Readable): Promise<{ message: string; quotaSpent:
   if (typeof parsed.error?.message === 'string') return { message: parsed.error.message, quotaSpent, parsed };
   if (typeof parsed.message === 'string') return { message: parsed.message, quotaSpent, parsed };
   return { message: text.slice(0, 500), quotaSpent, parsed };
+}
+
+/** The upstream's error code or type (`invalid_api_key`, `authentication_error`, `PERMISSION_DENIED`): a short name, never its message. */
+function errorCode(parsed: unknown): string | null {
+  const error = (parsed as { error?: unknown } | undefined)?.error;
+  if (!error || typeof error !== 'object') return null;
+  const { code, type, status } = error as Record<string, unknown>;
+  const name = [code, type, status].find((value) => typeof value === 'string' || typeof value === 'number');
+  return name !== undefined && /^[A-Za-z0-9_.-]{1,64}$/.test(String(name)) ? String(name) : null;
 }
