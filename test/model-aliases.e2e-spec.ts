@@ -19,7 +19,9 @@ describe('Catalog aliases (issue 32): accepted wherever the id is, recorded as r
   beforeAll(async () => {
     gw = await startTestApp({
       config: (raw: RawConfig) => {
-        raw.catalog.find((m: { id: string }) => m.id === 'dev-echo').aliases = CHAT_ALIASES;
+        // Beside the shipped patterns (`claude-*`, `gpt-*-sol`: issue 43).
+        const devEcho = raw.catalog.find((m: { id: string }) => m.id === 'dev-echo');
+        devEcho.aliases = [...CHAT_ALIASES, ...devEcho.aliases];
         raw.catalog.find((m: { id: string }) => m.id === 'local-stt').aliases = [STT_ALIAS];
       },
     });
@@ -27,6 +29,11 @@ describe('Catalog aliases (issue 32): accepted wherever the id is, recorded as r
     db = gw.app.get(DataSource);
   });
   afterAll(() => gw.close());
+
+  /** An account's usage records as [endpoint, model, status], sorted: charged ones are written by their settlement, uncharged ones at once. */
+  async function recorded(accountId: string, count: number) {
+    return (await waitForUsageRows(db, accountId, count)).map((r) => [r.endpoint, r.model, r.status]).sort();
+  }
 
   describe('GET /v1/models', () => {
     it('lists the ids only, never an alias; the shipped catalog aliases tts-1, tts-1-hd and gpt-4o-mini-tts to local-tts', async () => {
@@ -91,9 +98,7 @@ describe('Catalog aliases (issue 32): accepted wherever the id is, recorded as r
       const viaId = await claude.messages.countTokens({ model: 'dev-echo', messages: MESSAGES });
       expect(viaAlias).toEqual(viaId);
 
-      // Charged records are written by their settlement, uncharged ones at once: compare without order.
-      const rows = await waitForUsageRows(db, accountId, 4);
-      expect(rows.map((r) => [r.endpoint, r.model, r.status]).sort()).toEqual([
+      expect(await recorded(accountId, 4)).toEqual([
         ['/v1/responses', 'echo-latest', 200],
         ['/v1/messages', 'echo-latest', 200],
         ['/v1/messages/count_tokens', 'echo-latest', 200],
@@ -155,12 +160,49 @@ describe('Catalog aliases (issue 32): accepted wherever the id is, recorded as r
       expect(viaAlias.text).toBe(viaOther.text);
       const res = await postTranscription(gw, key, audioForm({}, { data: audioFixture('hello.wav'), name: 'hello.wav' }));
       expect(res.status).toBe(200);
-      const rows = await waitForUsageRows(db, accountId, 3);
-      expect(rows.map((r) => [r.endpoint, r.model, r.status]).sort()).toEqual([
+      expect(await recorded(accountId, 3)).toEqual([
         ['/v1/audio/transcriptions', 'local-stt', 200],
         ['/v1/audio/transcriptions', 'local-stt', 200],
         ['/v1/audio/transcriptions', STT_ALIAS, 200],
       ].sort());
+    });
+  });
+
+  describe('alias patterns: the shipped `claude-*` and `gpt-*-sol` of dev-echo (issue 43)', () => {
+    it("serves the names they match (Claude Code's and Codex's default models) on chat, Responses and Messages, recorded as sent", async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });
+      const chat = await sdk(gw, key).chat.completions.create({ model: 'claude-sonnet-5-5', messages: MESSAGES });
+      expect(chat.model).toBe('dev-echo');
+      const response = await sdk(gw, key).responses.create({ model: 'gpt-6.2-sol', input: 'Tell me about patterns.' });
+      expect({ status: response.status, model: response.model }).toEqual({ status: 'completed', model: 'dev-echo' });
+      const message = await anthropic(gw, key).messages.create({ model: 'claude-opus-5-5', max_tokens: 100, messages: MESSAGES });
+      expect(message.model).toBe('dev-echo');
+      // Anchored at both ends: a longer name is not Codex's.
+      const unknown = await postChat(gw, key, { model: 'gpt-6.2-solo', messages: MESSAGES });
+      expect({ status: unknown.status, code: ((await unknown.json()) as any).error.code }).toEqual({ status: 400, code: 'unknown_model' });
+
+      expect(await recorded(accountId, 4)).toEqual([
+        ['/v1/chat/completions', 'claude-sonnet-5-5', 200],
+        ['/v1/responses', 'gpt-6.2-sol', 200],
+        ['/v1/messages', 'claude-opus-5-5', 200],
+        ['/v1/chat/completions', 'gpt-6.2-solo', 400],
+      ].sort());
+      // The usage view shows the matched names as models of the catalog, each on its row; the unknown one apart.
+      const own = (await (await fetch(`${gw.url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as any;
+      expect(own.by_model.map((r: any) => [r.model, r.unknown, r.requests])).toEqual(
+        expect.arrayContaining([['claude-sonnet-5-5', false, 1], ['gpt-6.2-sol', false, 1], ['claude-opus-5-5', false, 1], [null, true, 1]]),
+      );
+      expect(own.by_model).toHaveLength(4);
+    });
+
+    it('answers /v1/models/{name} for a name they match, under that name, and lists ids only', async () => {
+      const { key } = await admin.createAccount();
+      const client = sdk(gw, key);
+      const entry = await client.models.retrieve('dev-echo');
+      expect(await client.models.retrieve('claude-opus-5-5')).toEqual({ ...entry, id: 'claude-opus-5-5' });
+      expect(await anthropic(gw, key).models.retrieve('gpt-6.2-sol')).toMatchObject({ type: 'model', id: 'gpt-6.2-sol' });
+      expect(await client.models.retrieve('gpt-6.2-solo').catch((e) => e.status)).toBe(404);
+      expect((await client.models.list()).data.map((m) => m.id).sort()).toEqual(['dev-echo', 'local-stt', 'local-tts']);
     });
   });
 

@@ -19,7 +19,7 @@ describe('GET /v1/models', () => {
   beforeAll(async () => {
     gw = await startTestApp({
       config: (raw: RawConfig) => {
-        raw.catalog.push({ ...raw.catalog.find((m: { id: string }) => m.id === 'dev-echo'), id: SLASHED_ID, created: 1700000000, context_window: 8192 });
+        raw.catalog.push({ ...raw.catalog.find((m: { id: string }) => m.id === 'dev-echo'), id: SLASHED_ID, aliases: undefined, created: 1700000000, context_window: 8192 });
         raw.catalog.find((m: { id: string }) => m.id === 'dev-echo').aliases = [ECHO_ALIAS];
       },
     });

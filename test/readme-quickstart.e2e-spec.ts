@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './support/free-port';
 import { GatewayMain } from './support/gateway-main';
+import { readmeBlocks } from './support/readme-blocks';
 
 const ROOT = join(__dirname, '..');
 /** `npm start` builds first (nest build), then starts the embedded PostgreSQL and migrates. */
@@ -11,11 +12,7 @@ const START_TIMEOUT_MS = 180_000;
 
 jest.setTimeout(300_000);
 
-/** The README's fenced blocks marked `<language> <tag>`, in order (`js quickstart`: what a user pastes into try.mjs; `sh try`: what a user runs in a shell). */
-function readmeBlocks(info: string): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(new RegExp(`^\`\`\`${info}\\n([\\s\\S]*?)^\`\`\`$`, 'gm'))].map((m) => m[1]);
-}
+// The README's blocks: `js quickstart` is what a user pastes into try.mjs; `sh try` what a user runs in a shell.
 const quickstartBlocks = () => readmeBlocks('js quickstart');
 
 describe("README's quick start, run as a new user would", () => {

@@ -1,21 +1,26 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdminClient } from './support/admin-client';
 import { ClientCapture, startClientCapture } from './support/client-capture';
 import { FakeAnthropic } from './support/fake-anthropic';
 import { OwnGateway, startOwnGateway } from './support/own-gateway';
+import { readmeBlock } from './support/readme-blocks';
 
 /**
  * The agent CLIs themselves (test/clients/package.json pins them) against a gateway on the embedded default
- * catalog (dev-echo), with their default settings: the answer, and a tool loop that dev-echo drives offline
- * (DESIGN.md section 11). A recording pass-through between them keeps what they sent, printed when a test fails.
+ * catalog (dev-echo), run from README.md's own lines ("Claude Code and the Codex CLI") with no model flag: the
+ * answer, and a tool loop that dev-echo drives offline (DESIGN.md sections 11 and 12.3). A recording pass-through
+ * between them keeps what they sent, printed when a test fails.
  */
 const CLIENTS = join(__dirname, 'clients', 'node_modules', '.bin');
 const CLAUDE = join(CLIENTS, 'claude');
 const CODEX = join(CLIENTS, 'codex');
 const HEADER = 'x-gateway-ignored-params';
+/** What the README's lines say the reader changes: where the gateway listens (this one is on a free port), and the prompt. */
+const README_GATEWAY = 'http://localhost:8080';
+const README_PROMPT = '"say hi to the gateway"';
 /** The platforms whose binaries the two npm packages ship (their optional dependencies). */
 const SHIPPED = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64', 'win32-arm64'];
 const platform = `${process.platform}-${process.arch}`;
@@ -31,15 +36,31 @@ interface CliRun {
   stderr: string;
 }
 
-/** Runs a CLI with no stdin and only the given environment (and PATH), killed after `timeoutMs`. */
-function runCli(command: string, args: string[], env: Record<string, string>, cwd: string, timeoutMs = 120_000): Promise<CliRun> {
+/** The prompt as a reader puts it in the README's quotes: one shell word, whatever it holds. */
+function shellWord(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The README's shell lines of `info` (`sh claude`, `sh codex`) with the gateway's address and the prompt put in. */
+function readmeLines(info: string, gatewayUrl: string, prompt: string): string {
+  const lines = readmeBlock(info);
+  if (!lines.includes(README_PROMPT)) throw new Error(`README.md's \`\`\`${info} block no longer says ${README_PROMPT}`);
+  return lines.replaceAll(README_GATEWAY, gatewayUrl).replace(README_PROMPT, shellWord(prompt));
+}
+
+/**
+ * Runs shell lines in bash with no stdin and only the given environment (the clients' binaries first on PATH, as
+ * a global install puts them), killed with their process group after `timeoutMs`.
+ */
+function runLines(lines: string, env: Record<string, string>, cwd: string, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const PATH = `${CLIENTS}:${process.env.PATH ?? '/usr/bin:/bin'}`;
+    const child = spawn('bash', ['-eu', '-c', lines], { cwd, env: { PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -48,7 +69,7 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
   });
 }
 
-(runnable ? describe : describe.skip)('The real agent CLIs against the gateway on dev-echo (issue 32)', () => {
+(runnable ? describe : describe.skip)('The real agent CLIs against the gateway on dev-echo, from the README (issues 32 and 43)', () => {
   let gateway: OwnGateway;
   let capture: ClientCapture;
   let key: string;
@@ -62,6 +83,7 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
       if (!existsSync(binary)) throw new Error(`${binary} is missing: install the real clients with \`npm ci --prefix test/clients\` (.ci/run does).`);
     }
     anthropicFake = await new FakeAnthropic().start();
+    // The shipped catalog (its `claude-*` and `gpt-*-sol` aliases of dev-echo), and an exact id that wins over them.
     gateway = await startOwnGateway({
       env: { FAKE_ANTHROPIC_KEY: anthropicFake.apiKey },
       config: (raw) => {
@@ -82,6 +104,7 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
     });
     capture = await startClientCapture(gateway.url);
     ({ key } = await new AdminClient(gateway.url).createAccount({ creditsUsd: '5' }));
+    // Not a git repository: the README's Codex line says what that takes.
     work = mkdtempSync(join(tmpdir(), 'real-clients-'));
     secretFile = join(work, 'secret.txt');
     writeFileSync(secretFile, 'The vault code is 4217-ORCHID.\n');
@@ -114,14 +137,52 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
   }
 
   describe('Claude Code', () => {
-    function claude(prompt: string, auth: Record<string, string>, model = 'dev-echo'): Promise<CliRun> {
-      return runCli(CLAUDE, ['-p', prompt, '--model', model], { HOME: freshHome('claude'), ANTHROPIC_BASE_URL: capture.url, ...auth }, work);
+    /** The README's lines in the shell where `KEY` is exported; `more` is environment a test adds (another model). */
+    function claude(prompt: string, more: Record<string, string> = {}, lines = readmeLines('sh claude', capture.url, prompt)): Promise<CliRun> {
+      return runLines(lines, { HOME: freshHome('claude'), KEY: key, ...more }, work);
     }
 
-    it('runs against an `anthropic` model: its body reaches Anthropic as sent, cache_control and thinking intact (issue 33)', async () => {
+    it("runs the README's lines with no model flag: the default model it asks for is aliased to dev-echo", async () => {
+      expect(readmeBlock('sh claude')).not.toMatch(/--model|ANTHROPIC_MODEL/);
+      const run = await claude('say hi to the gateway');
+      const sent = exchangesOn('/v1/messages', run);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('say hi to the gateway');
+      // Claude Code's own default (claude-opus-5-5 in 2.1.332), served by dev-echo under the shipped `claude-*`.
+      const models = new Set(sent.map((e) => e.body.model));
+      for (const model of models) expect(model).toMatch(/^claude-(?!native$)/);
+      expect(sent[0].responseStart).toContain('"model":"dev-echo"');
+      expect(sent[0].headers.authorization).toBe(`Bearer ${key}`);
+      // Its defaults: adaptive thinking and effort, context editing, a system-role entry among the messages; all served or named.
+      expect(sent[0].body).toMatchObject({ thinking: expect.any(Object), output_config: expect.any(Object), stream: true });
+      expect(sent[0].body.messages.some((m: any) => m.role === 'system')).toBe(true);
+      expect(String(sent[0].responseHeaders[HEADER]).split(',')).toEqual(expect.arrayContaining(['thinking', 'output_config']));
+    }, 150_000);
+
+    it('takes the key as ANTHROPIC_API_KEY too (sent as x-api-key), as the README says', async () => {
+      const lines = readmeLines('sh claude', capture.url, 'say hi by x-api-key').replace('ANTHROPIC_AUTH_TOKEN=', 'ANTHROPIC_API_KEY=');
+      const run = await claude('', {}, lines);
+      const [first] = exchangesOn('/v1/messages', run);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('say hi by x-api-key');
+      expect(first.headers['x-api-key']).toBe(key);
+    }, 150_000);
+
+    it('runs a tool loop offline: dev-echo calls Read, Claude Code reads the file, its content ends in the output', async () => {
+      const run = await claude(`call Read {"file_path": "${secretFile}"}`);
+      const turns = exchangesOn('/v1/messages', run).filter((e) => Array.isArray(e.body?.tools) && e.body.tools.length > 0);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('The vault code is 4217-ORCHID.');
+      expect(turns.every((e) => e.body.model !== 'dev-echo')).toBe(true);
+      // The second turn carries the tool_result of the call dev-echo made.
+      const results = turns.flatMap((e) => e.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))).filter((b: any) => b.type === 'tool_result');
+      expect(results.length).toBeGreaterThan(0);
+    }, 150_000);
+
+    it('runs against an `anthropic` model (exact id over the pattern): its body reaches Anthropic as sent, cache_control and thinking intact (issue 33)', async () => {
       anthropicFake.resetState();
       anthropicFake.reply = { text: 'Hello from Claude through the gateway.' };
-      const run = await claude('say hi to Claude', { ANTHROPIC_AUTH_TOKEN: key }, 'claude-native');
+      const run = await claude('say hi to Claude', { ANTHROPIC_MODEL: 'claude-native' });
       const sent = exchangesOn('/v1/messages', run).filter((e) => e.body?.model === 'claude-native');
       expect(run.code).toBe(0);
       expect(run.stdout).toContain('Hello from Claude through the gateway.');
@@ -136,76 +197,53 @@ function runCli(command: string, args: string[], env: Record<string, string>, cw
       expect(upstream[0].headers['anthropic-beta']).toBe(first.headers['anthropic-beta']);
       expect(first.responseHeaders[HEADER]).toBeUndefined();
     }, 150_000);
-
-    it.each([
-      ['ANTHROPIC_AUTH_TOKEN', 'authorization'],
-      ['ANTHROPIC_API_KEY', 'x-api-key'],
-    ])('`claude -p` with its default settings and %s answers the prompt', async (variable, header) => {
-      const run = await claude('say hi to the gateway', { [variable]: key });
-      const [first, ...rest] = exchangesOn('/v1/messages', run);
-      expect(run.code).toBe(0);
-      expect(run.stdout).toContain('say hi to the gateway');
-      expect(first.headers[header]).toContain(key);
-      // Its defaults: adaptive thinking and effort, context editing, a system-role entry among the messages; all served or named.
-      expect(first.body).toMatchObject({ thinking: expect.any(Object), output_config: expect.any(Object), stream: true });
-      expect(first.body.messages.some((m: any) => m.role === 'system')).toBe(true);
-      expect(String(first.responseHeaders[HEADER]).split(',')).toEqual(expect.arrayContaining(['thinking', 'output_config']));
-      expect(rest.every((e) => e.status === 200)).toBe(true);
-    }, 150_000);
-
-    it("runs a tool loop offline: dev-echo calls Read, Claude Code reads the file, its content ends in the output", async () => {
-      const run = await claude(`call Read {"file_path": "${secretFile}"}`, { ANTHROPIC_AUTH_TOKEN: key });
-      const turns = exchangesOn('/v1/messages', run).filter((e) => Array.isArray(e.body?.tools) && e.body.tools.length > 0);
-      expect(run.code).toBe(0);
-      expect(run.stdout).toContain('The vault code is 4217-ORCHID.');
-      // The second turn carries the tool_result of the call dev-echo made.
-      const results = turns.flatMap((e) => e.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))).filter((b: any) => b.type === 'tool_result');
-      expect(results.length).toBeGreaterThan(0);
-    }, 150_000);
   });
 
   describe('Codex CLI', () => {
-    /** `codex exec` with a custom provider on wire_api = "responses", as docs/responses.md shows; its last message is read from -o. */
-    async function codex(prompt: string, args: string[] = []): Promise<CliRun & { lastMessage: string }> {
+    /** The README's config.toml in a fresh ~/.codex, then its `codex exec` line in the shell where `KEY` is exported. */
+    function codex(prompt: string, lines = readmeLines('sh codex', capture.url, prompt)): Promise<CliRun> {
       const home = freshHome('codex');
-      const codexHome = join(home, '.codex');
-      mkdirSync(codexHome);
-      writeFileSync(
-        join(codexHome, 'config.toml'),
-        [
-          'model = "dev-echo"',
-          'model_provider = "gateway"',
-          '',
-          '[model_providers.gateway]',
-          'name = "AI gateway"',
-          `base_url = "${capture.url}/v1"`,
-          'env_key = "GATEWAY_API_KEY"',
-          'wire_api = "responses"',
-          '',
-        ].join('\n'),
-      );
-      const last = join(home, 'last-message.txt');
-      const run = await runCli(CODEX, ['exec', '--skip-git-repo-check', '-C', work, '-o', last, ...args, prompt], { HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: key }, work);
-      return { ...run, lastMessage: existsSync(last) ? readFileSync(last, 'utf8') : '' };
+      mkdirSync(join(home, '.codex'));
+      writeFileSync(join(home, '.codex', 'config.toml'), readmeBlock('toml codex-config').replaceAll(README_GATEWAY, capture.url));
+      return runLines(lines, { HOME: home, KEY: key }, work);
     }
 
-    it('`codex exec` with its default tools answers the prompt', async () => {
+    it("runs the README's config and line with no model: its default model is aliased, its additional_tools item served", async () => {
+      expect(readmeBlock('toml codex-config')).not.toMatch(/^\s*model\s*=/m);
+      expect(readmeBlock('sh codex')).not.toMatch(/ (-m|--model)[ =]/);
       const run = await codex('say hi to the gateway');
       const [first] = exchangesOn('/v1/responses', run);
       expect(run.code).toBe(0);
-      expect(run.lastMessage).toContain('say hi to the gateway');
+      expect(run.stdout).toContain('say hi to the gateway');
+      // Codex's own default (gpt-6.2-sol in 0.171.0), served by dev-echo under the shipped `gpt-*-sol`.
+      expect(first.body.model).toMatch(/^gpt-.*-sol$/);
+      expect(first.responseStart).toContain('"model":"dev-echo"');
       expect(first.body).toMatchObject({ stream: true, store: false, include: ['reasoning.encrypted_content'] });
-      expect(first.body.tools.map((t: any) => t.type)).toEqual(expect.arrayContaining(['function', 'namespace', 'web_search']));
-      expect(String(first.responseHeaders[HEADER]).split(',')).toEqual(expect.arrayContaining(['tools:web_search', 'include:reasoning.encrypted_content', 'client_metadata']));
+      // Its tools come in an input item, not in `tools`: served (200), nothing of it named as ignored.
+      const offers = first.body.input.filter((item: any) => item.type === 'additional_tools');
+      expect(offers).toHaveLength(1);
+      expect(offers[0].tools.map((t: any) => t.type)).toContain('namespace');
+      expect(String(first.responseHeaders[HEADER]).split(',')).toEqual(expect.arrayContaining(['include:reasoning.encrypted_content', 'client_metadata']));
     }, 150_000);
 
-    it('runs a tool loop through its shell tool: dev-echo calls exec_command, Codex runs it, the output ends in its answer', async () => {
-      const run = await codex(`call exec_command {"cmd": "cat ${secretFile}"}`);
+    it("stops outside a git repository without --skip-git-repo-check, as the README says", async () => {
+      const lines = readmeLines('sh codex', capture.url, 'say hi').replace(' --skip-git-repo-check', '');
+      const run = await codex('', lines);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toContain('Not inside a trusted directory and --skip-git-repo-check was not specified');
+      expect(capture.exchanges.filter((e) => e.path.startsWith('/v1/responses'))).toHaveLength(0);
+    }, 150_000);
+
+    it('runs a tool loop through its shell: dev-echo calls the exec tool of its additional_tools, Codex runs the command, the output ends in its answer', async () => {
+      // `functions__exec`: the custom tool `exec` of the item's `functions` namespace, as the gateway offers it (docs/responses.md).
+      const script = `text(await tools.exec_command({cmd: "cat ${secretFile}"}))`;
+      const run = await codex(`call functions__exec ${JSON.stringify({ input: script })}`);
       const turns = exchangesOn('/v1/responses', run);
       expect(run.code).toBe(0);
-      expect(run.lastMessage).toContain('The vault code is 4217-ORCHID.');
-      const outputs = turns.flatMap((e) => (Array.isArray(e.body.input) ? e.body.input : [])).filter((item: any) => item.type === 'function_call_output');
-      expect(outputs.length).toBeGreaterThan(0);
+      expect(run.stdout).toContain('The vault code is 4217-ORCHID.');
+      const items = turns.flatMap((e) => (Array.isArray(e.body.input) ? e.body.input : []));
+      expect(items).toContainEqual(expect.objectContaining({ type: 'custom_tool_call', name: 'exec', namespace: 'functions', input: script }));
+      expect(items.filter((item: any) => item.type === 'custom_tool_call_output').length).toBeGreaterThan(0);
     }, 150_000);
   });
 });

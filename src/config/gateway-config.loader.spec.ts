@@ -98,6 +98,14 @@ describe('validateGatewayConfig', () => {
     expect(shipped.catalog.find((m) => m.id === 'local-tts')?.aliases).toEqual(['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
   });
 
+  it("accepts alias patterns, and the shipped patterns of dev-echo (Claude Code's and Codex's default models)", () => {
+    const raw = validRaw();
+    raw.catalog[0].aliases = ['gpt-4o-mini-*', '*-mini', 'org/*:*', '*'];
+    expect(validateGatewayConfig(raw).catalog[0].aliases).toEqual(['gpt-4o-mini-*', '*-mini', 'org/*:*', '*']);
+    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    expect(shipped.catalog.find((m) => m.id === 'dev-echo')?.aliases).toEqual(['claude-*', 'gpt-*-sol']);
+  });
+
   it.each<[string, (raw: Raw) => void, string]>([
     ['an alias that is another entry\'s id', (r) => (r.catalog[2].aliases = ['gpt-4o-mini']), 'catalog[2].aliases[0]: "gpt-4o-mini" is already the id of catalog[0]'],
     ['an alias that is its own entry\'s id', (r) => (r.catalog[2].aliases = ['hd', 'tts-1']), 'catalog[2].aliases[1]: "tts-1" is already the id of catalog[2]'],
@@ -111,7 +119,17 @@ describe('validateGatewayConfig', () => {
       'catalog[2].aliases[0]: "shared" is already an alias of catalog[0] (gpt-4o-mini)',
     ],
     ['an alias twice in one list', (r) => (r.catalog[2].aliases = ['hd', 'hd']), 'catalog[2].aliases[1]: "hd" is already an alias of catalog[2] (tts-1)'],
-    ['an alias outside the id alphabet', (r) => (r.catalog[2].aliases = ['tts 1']), 'catalog[2].aliases: each alias must hold only letters, digits and . _ : / - (as an id) (got ["tts 1"])'],
+    ['an alias outside the id alphabet', (r) => (r.catalog[2].aliases = ['tts 1']), 'catalog[2].aliases: each alias must hold only letters, digits and . _ : / - (as an id), and * as a wildcard (got ["tts 1"])'],
+    ['a pattern with another wildcard than *', (r) => (r.catalog[2].aliases = ['tts-?']), 'catalog[2].aliases: each alias must hold only letters, digits and . _ : / - (as an id), and * as a wildcard (got ["tts-?"])'],
+    ['a pattern with ** in it', (r) => (r.catalog[2].aliases = ['hd', 'tts-**']), 'catalog[2].aliases[1]: the pattern "tts-**" holds ** (one * already matches any run of characters)'],
+    [
+      'a pattern of two entries',
+      (r) => {
+        r.catalog[0].aliases = ['gpt-*'];
+        r.catalog[2].aliases = ['gpt-*'];
+      },
+      'catalog[2].aliases[0]: "gpt-*" is already an alias of catalog[0] (gpt-4o-mini)',
+    ],
     ['an alias that is not a string', (r) => (r.catalog[2].aliases = [1]), 'catalog[2].aliases: each alias must be a string (got [1])'],
     ['aliases that are not a list', (r) => (r.catalog[2].aliases = 'tts-1-hd'), 'catalog[2].aliases: must be an array (got "tts-1-hd")'],
   ])('refuses %s, naming the alias', (_name, edit, problem) => {

@@ -14,6 +14,7 @@ import {
   ProviderConfigBase,
   ProviderType,
 } from './gateway-config.schema';
+import { patternProblem } from './model-pattern';
 import { voiceProblems } from './voice-aliases';
 
 export class ConfigError extends Error {}
@@ -149,8 +150,8 @@ function crossCheck(config: GatewayConfig): string[] {
 }
 
 /**
- * Every alias names one entry: none may be an id (its own entry's included) or another alias. The aliases'
- * form (strings of the id alphabet) is the schema's check.
+ * Every alias names one entry: none may be an id (its own entry's included) or another alias, and a pattern
+ * must be one (config/model-pattern.ts). The aliases' form (strings of the id alphabet and `*`) is the schema's check.
  */
 function aliasProblems(catalog: CatalogEntry[]): string[] {
   const entries = catalog.filter((m) => m instanceof CatalogEntry);
@@ -165,7 +166,9 @@ function aliasProblems(catalog: CatalogEntry[]): string[] {
       if (typeof alias !== 'string') return;
       const id = idAt.get(alias);
       const alsoAlias = aliasAt.get(alias);
-      if (id !== undefined) problems.push(`catalog[${i}].aliases[${j}]: "${alias}" is already the id of catalog[${id}]`);
+      const patternWrong = patternProblem(alias);
+      if (patternWrong) problems.push(`catalog[${i}].aliases[${j}]: the pattern "${alias}" ${patternWrong}`);
+      else if (id !== undefined) problems.push(`catalog[${i}].aliases[${j}]: "${alias}" is already the id of catalog[${id}]`);
       else if (alsoAlias !== undefined) problems.push(`catalog[${i}].aliases[${j}]: "${alias}" is already an alias of catalog[${alsoAlias}] (${catalog[alsoAlias].id})`);
       else aliasAt.set(alias, i);
     });

@@ -223,14 +223,19 @@ function ExactPrice(): PropertyDecorator {
 
 /** What a catalog id (or alias) may hold: what clients send as `model`, and a path segment of /v1/models/{id}. */
 export const MODEL_ID = /^[A-Za-z0-9._:\/-]+$/;
+/** What an alias may hold: an id, or a pattern of the id alphabet and `*` wildcards (config/model-pattern.ts). */
+const MODEL_ALIAS = /^[A-Za-z0-9._:\/*-]+$/;
 
 export class CatalogEntry {
   @IsString() @Matches(MODEL_ID) id: string;
-  /** Other names clients may send as `model` for this entry (unique across ids and aliases: checked by the loader). */
+  /**
+   * Other names clients may send as `model` for this entry (unique across ids and aliases: checked by the loader),
+   * or patterns with `*` (`claude-*`), tried after every exact id and alias, in catalog order.
+   */
   @IsOptional()
   @IsArray()
   @IsString({ each: true, message: 'each alias must be a string' })
-  @Matches(MODEL_ID, { each: true, message: 'each alias must hold only letters, digits and . _ : / - (as an id)' })
+  @Matches(MODEL_ALIAS, { each: true, message: 'each alias must hold only letters, digits and . _ : / - (as an id), and * as a wildcard' })
   aliases?: string[];
   @IsIn(MODEL_KINDS) kind: ModelKind;
   /** With `deployments`, the loader sets these two to the first deployment's (the model's primary). */

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, GatewayError } from '../errors';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig, ModelKind } from '../config/gateway-config.schema';
+import { isModelPattern, ModelPattern } from '../config/model-pattern';
 import { AnthropicModelInfo, anthropicModelInfo, AnthropicModelList, anthropicModelPage, AnthropicPageQuery } from './anthropic-models';
 import { quotedModel } from './requested-model';
 
@@ -16,35 +17,46 @@ export interface ModelObject {
 /** The model catalog: the same for every account, straight from the config file. */
 @Injectable()
 export class CatalogService {
-  /** Every name a client may send as `model`: the entries' ids and their aliases (the loader keeps them unique). */
+  /** Every exact name a client may send as `model`: the entries' ids and their aliases (the loader keeps them unique). */
   private readonly byName: Map<string, CatalogEntry>;
+  /** The aliases with wildcards (`claude-*`), in catalog order: tried after every exact name. */
+  private readonly patterns: { pattern: ModelPattern; entry: CatalogEntry }[] = [];
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(@Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig) {
     this.byName = new Map(config.catalog.map((m) => [m.id, m]));
-    for (const m of config.catalog) for (const alias of m.aliases ?? []) this.byName.set(alias, m);
+    for (const m of config.catalog) {
+      for (const alias of m.aliases ?? []) {
+        if (isModelPattern(alias)) this.patterns.push({ pattern: new ModelPattern(alias), entry: m });
+        else this.byName.set(alias, m);
+      }
+    }
   }
 
-  /** The entry a client's `model` names, by its id or one of its aliases. */
+  /** The entry a client's `model` names: by its id or one of its aliases, else the first alias pattern it matches. */
   find(name: string): CatalogEntry | undefined {
-    return this.byName.get(name);
+    return this.byName.get(name) ?? this.patterns.find(({ pattern }) => pattern.matches(name))?.entry;
   }
 
   all(): CatalogEntry[] {
     return this.config.catalog;
   }
 
-  /** Every id and alias: the names a usage record's `model` may hold for a request the catalog served. */
-  names(): string[] {
-    return [...this.byName.keys()];
+  /**
+   * Every id and exact alias, and the alias patterns as SQL `LIKE` patterns: the names a usage record's `model`
+   * may hold for a request the catalog served.
+   */
+  names(): { exact: string[]; like: string[] } {
+    return { exact: [...this.byName.keys()], like: this.patterns.map(({ pattern }) => pattern.sqlLike()) };
   }
 
   /**
-   * The model a usage record names: the client's own `model` when it is an alias of the entry that served
-   * (recorded as requested), else the entry's id (an unknown name, or a transcription model that was ignored).
+   * The model a usage record names: the client's own `model` when it is an alias of the entry that served, or
+   * matches one of its patterns (recorded as requested), else the entry's id (an unknown name, or a transcription
+   * model that was ignored).
    */
   recordedModel(servedId: string, requested: unknown): string {
-    return typeof requested === 'string' && this.byName.get(requested)?.id === servedId ? requested : servedId;
+    return typeof requested === 'string' && this.find(requested)?.id === servedId ? requested : servedId;
   }
 
   ofKind(kind: ModelKind): CatalogEntry[] {
@@ -61,9 +73,9 @@ export class CatalogService {
     return { object: 'list', data: this.config.catalog.map((m) => this.modelObject(m, m.id)) };
   }
 
-  /** GET /v1/models/{id}: the entry of that exact id or alias, under that name; else 404 model_not_found. */
+  /** GET /v1/models/{id}: the entry of that id or alias (or alias pattern), under that name; else 404 model_not_found. */
   model(name: string): ModelObject {
-    const entry = this.byName.get(name);
+    const entry = this.find(name);
     if (!entry) throw modelNotFound(name);
     return this.modelObject(entry, name);
   }
@@ -76,9 +88,9 @@ export class CatalogService {
     );
   }
 
-  /** GET /v1/models/{id} in Anthropic's shape: a chat model by its id or alias; any other name is 404. */
+  /** GET /v1/models/{id} in Anthropic's shape: a chat model by its id or alias (or alias pattern); any other name is 404. */
   anthropicModel(name: string): AnthropicModelInfo {
-    const entry = this.byName.get(name);
+    const entry = this.find(name);
     if (!entry || entry.kind !== 'chat') throw modelNotFound(name);
     return anthropicModelInfo(entry, name, this.createdOf(entry));
   }

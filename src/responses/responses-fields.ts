@@ -46,16 +46,18 @@ export function refuseUnservedFields(fields: Record<string, unknown>): void {
 
 /**
  * What the request asked for and the gateway does not use, in request order: top-level fields, `include` values
- * as `include:<value>`, withdrawn tools where `tools` stands, and the parts of `text` and `reasoning` that ask for
- * what chat cannot give.
+ * as `include:<value>`, withdrawn tools where `tools` stands (where `input` stands when only its items offer
+ * tools), and the parts of `text` and `reasoning` that ask for what chat cannot give.
  */
 export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[]): IgnoredParam[] {
   const ignored: IgnoredParam[] = [];
   const add = (name: string) => ignored.push(ignoredParam(name, KNOWN_IGNORED));
+  const toolsAt = isSet(fields.tools) ? 'tools' : 'input';
   for (const [name, value] of Object.entries(fields)) {
     if (value === undefined || value === null || SERVED_AS_DEFAULT[name] === value) continue;
-    if (name === 'tools') ignored.push(...withdrawnTools);
-    else if (name === 'include') for (const included of includeValues(value)) add(`include:${included}`);
+    if (name === toolsAt) ignored.push(...withdrawnTools);
+    if (name === 'tools') continue;
+    if (name === 'include') for (const included of includeValues(value)) add(`include:${included}`);
     else if (name === 'text' || name === 'reasoning') for (const part of ignoredParts(name, value)) add(part);
     else if (!SERVED.has(name)) add(name);
   }

@@ -1,7 +1,7 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
-import { chatToolName } from './responses-tools';
+import { ADDITIONAL_TOOLS, chatToolName } from './responses-tools';
 
 /** One message of a chat completion body. */
 export type ChatMessage = Record<string, unknown>;
@@ -63,6 +63,9 @@ function appendItem(messages: ChatMessage[], item: unknown, path: string): void 
       return;
     case 'reasoning':
       // A reasoning model's earlier summary: chat completions take none back, and the answer does not depend on it.
+      return;
+    case ADDITIONAL_TOOLS:
+      // Tools the client offers (Codex): offered with the request's tools (responses-tools.ts), no message.
       return;
     default:
       throw unsupportedField(`${path}.type`, `input items of type ${quotedClientText(type)} come from stored responses or built-in tools, which this gateway does not offer.`);

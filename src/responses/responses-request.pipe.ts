@@ -8,7 +8,7 @@ import { ChatRequestBody } from '../providers/upstream-provider';
 import { checkResponsesFields } from './dto/responses.schema';
 import { chatMessages } from './responses-input';
 import { ignoredFields, refuseUnservedFields } from './responses-fields';
-import { chatResponseFormat, chatToolChoice, chatTools, ToolShapes } from './responses-tools';
+import { chatResponseFormat, chatToolChoice, chatTools, offeredToolLists, ToolShapes } from './responses-tools';
 
 /** What OpenAI's Response repeats of its request. */
 export interface ResponseEcho {
@@ -54,7 +54,7 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
     const checked = fields as CheckedResponsesFields;
     checkMetadata(isJsonObject(fields.metadata) ? fields.metadata : null);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(checked.instructions, fields.input) };
-    const offer = chatTools(fields.tools);
+    const offer = chatTools(offeredToolLists(fields.tools, fields.input));
     const toolChoice = chatToolChoice(fields.tool_choice, offer);
     const responseFormat = chatResponseFormat(fields.text);
     const reasoningEffort = isJsonObject(fields.reasoning) ? fields.reasoning.effort : undefined;

@@ -64,15 +64,41 @@ const LOCAL_SHELL_SCHEMA = {
 };
 const LOCAL_SHELL_DESCRIPTION = 'Runs a command in a local shell and returns its output.';
 
+/** A list of tools the request offers, and where it stands in the body (`tools`, `input[0].tools`). */
+interface ToolList {
+  tools: unknown[];
+  path: string;
+}
+
 /**
- * Responses tools as chat function tools (DESIGN.md section 11): functions as they are, custom tools, tool
- * groups and the local shell in the shapes above; built-in tools, which OpenAI's platform runs, are withdrawn
- * from the offer and named.
+ * Every list of tools a Responses request offers: `tools`, then the `tools` of each `additional_tools` input item
+ * (Codex's way of offering the tools it runs itself, DESIGN.md section 12.3), in input order.
  */
-export function chatTools(tools: unknown): ResponsesToolOffer {
+export function offeredToolLists(tools: unknown, input: unknown): ToolList[] {
+  const lists: ToolList[] = [];
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
+    lists.push({ tools, path: 'tools' });
+  }
+  if (!Array.isArray(input)) return lists;
+  input.forEach((item, i) => {
+    if (!isJsonObject(item) || item.type !== ADDITIONAL_TOOLS) return;
+    if (!Array.isArray(item.tools)) throw invalidField(`input[${i}].tools`, 'an additional_tools item holds its tools in an array.');
+    lists.push({ tools: item.tools, path: `input[${i}].tools` });
+  });
+  return lists;
+}
+
+/** The input item that offers tools (Codex 0.171.0): `{type: "additional_tools", role, tools}`. */
+export const ADDITIONAL_TOOLS = 'additional_tools';
+
+/**
+ * Responses tools, wherever offered (offeredToolLists), as chat function tools (DESIGN.md section 11): functions
+ * as they are, custom tools, tool groups and the local shell in the shapes above; built-in tools, which OpenAI's
+ * platform runs, are withdrawn from the offer and named.
+ */
+export function chatTools(lists: ToolList[]): ResponsesToolOffer {
   const offer: ResponsesToolOffer = { tools: undefined, shapes: new Map(), withdrawn: [], withdrawnTypes: new Set() };
-  if (tools === undefined || tools === null) return offer;
-  if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
   const offered: Record<string, unknown>[] = [];
   const add = (fn: Record<string, unknown>, shape: ToolShape, path: string) => {
     const chatName = fn.name as string;
@@ -80,8 +106,16 @@ export function chatTools(tools: unknown): ResponsesToolOffer {
     offer.shapes.set(chatName, shape);
     offered.push({ type: 'function', function: fn });
   };
+  for (const { tools, path: listPath } of lists) addTools(offer, tools, listPath, add);
+  if (offered.length > 0) offer.tools = offered;
+  return offer;
+}
+
+type AddTool = (fn: Record<string, unknown>, shape: ToolShape, path: string) => void;
+
+function addTools(offer: ResponsesToolOffer, tools: unknown[], listPath: string, add: AddTool): void {
   tools.forEach((tool, i) => {
-    const path = `tools[${i}]`;
+    const path = `${listPath}[${i}]`;
     if (!isJsonObject(tool)) throw invalidField(path, 'a tool must be an object.');
     if (typeof tool.type !== 'string') throw invalidField(`${path}.type`, 'type must be a string.');
     switch (tool.type) {
@@ -100,8 +134,6 @@ export function chatTools(tools: unknown): ResponsesToolOffer {
         offer.withdrawnTypes.add(tool.type);
     }
   });
-  if (offered.length > 0) offer.tools = offered;
-  return offer;
 }
 
 /** A function or custom tool (on its own, or in a group) as the chat function that stands for it. */

@@ -54,6 +54,8 @@ interface StatusCountRow {
 // Every query below filters on account_id and a created_at range first, so that it reads one account's
 // rows of the period through usage_records_account_time_idx and never another account's.
 const IN_PERIOD = `account_id = $1 AND created_at >= $2 AND created_at < $3`;
+/** A catalog name: one of the ids and exact aliases ($4), or a name matching an alias pattern ($5, LIKE patterns). */
+const CATALOG_MODEL = `(model = ANY($4::text[]) OR model LIKE ANY($5::text[]))`;
 
 /** The usage view of one account over a period: what /v1/usage, the admin API and the dashboard show. */
 @Injectable()
@@ -74,8 +76,8 @@ export class UsageReportService {
         `SELECT model, deployment, COUNT(*) AS requests, COUNT(*) FILTER (WHERE status >= 400) AS failed,
                 COALESCE(SUM(attempts), 0) AS attempts, COUNT(*) FILTER (WHERE attempts > 1) AS retried,
                 COALESCE(SUM(cost_micros), 0) AS cost_micros
-           FROM usage_records WHERE ${IN_PERIOD} AND model = ANY($4::text[]) GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,
-        [accountId, period.from, period.to, this.catalog.names()],
+           FROM usage_records WHERE ${IN_PERIOD} AND ${CATALOG_MODEL} GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,
+        [accountId, period.from, period.to, ...catalogNames(this.catalog)],
       );
     return rows.map((r) => ({
       model: r.model,
@@ -109,12 +111,13 @@ export class UsageReportService {
           GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at, k.monthly_limit_micros, k.budget_id ORDER BY u.key_id`,
         [...params, monthKey()],
       ),
-      // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the table.
+      // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the
+      // table; names an alias pattern matches are the catalog's (docs/configuration.md, "Aliases").
       this.db.query(
-        `SELECT CASE WHEN model = ANY($4::text[]) THEN model END AS model,
-                COALESCE(model <> ALL($4::text[]), false) AS unknown, ${totalsSql}
+        `SELECT CASE WHEN ${CATALOG_MODEL} THEN model END AS model,
+                COALESCE(NOT ${CATALOG_MODEL}, false) AS unknown, ${totalsSql}
            FROM usage_records WHERE ${IN_PERIOD} GROUP BY 1, 2 ORDER BY 2, 1 NULLS LAST`,
-        [...params, this.catalog.names()],
+        [...params, ...catalogNames(this.catalog)],
       ),
       // Endpoints, statuses and error codes are the gateway's own few values, never a client's: the groups stay few.
       this.db.query(
@@ -231,6 +234,12 @@ function renderEndpoints(rows: StatusCountRow[]) {
     error_rate: Math.round((failed / requests) * 10_000) / 10_000,
     statuses,
   }));
+}
+
+/** The catalog's names as the parameters of CATALOG_MODEL. */
+function catalogNames(catalog: CatalogService): [string[], string[]] {
+  const { exact, like } = catalog.names();
+  return [exact, like];
 }
 
 function renderRequest(r: Record<string, unknown>) {

@@ -1,0 +1,82 @@
+import 'reflect-metadata';
+import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { GatewayError } from '../errors';
+import { CatalogService } from '../models/catalog.service';
+import { ResponsesRequestPipe } from './responses-request.pipe';
+
+/** Codex 0.171.0's way of offering its tools: an input item before the messages, tools grouped in namespaces. */
+const ADDITIONAL_TOOLS = {
+  type: 'additional_tools',
+  id: 'at_1',
+  role: 'developer',
+  tools: [
+    {
+      type: 'namespace',
+      name: 'functions',
+      description: '',
+      tools: [
+        { type: 'custom', name: 'exec', description: 'Run JavaScript', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+        { type: 'function', name: 'wait', strict: false, parameters: { type: 'object', properties: { cell_id: { type: 'string' } }, required: ['cell_id'] } },
+      ],
+    },
+    { type: 'web_search' },
+  ],
+};
+const USER = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] };
+
+function pipe(): ResponsesRequestPipe {
+  const config = validateGatewayConfig({
+    providers: { local: { type: 'local' } },
+    catalog: [{ id: 'dev-echo', kind: 'chat', provider: 'local', upstream_model: 'dev-echo', input_price_per_million: 1, output_price_per_million: 2, max_output_tokens: 100, aliases: ['gpt-*-sol'] }],
+  });
+  return new ResponsesRequestPipe(new CatalogService(config));
+}
+
+function refusal(body: unknown): { code: string; param: string | null | undefined; message: string } {
+  try {
+    pipe().transform(body);
+  } catch (err) {
+    const e = err as GatewayError;
+    return { code: e.code, param: e.param, message: e.message };
+  }
+  throw new Error('expected a refusal');
+}
+
+describe(ResponsesRequestPipe.name, () => {
+  describe('tools offered in an additional_tools input item (DESIGN.md section 12.3)', () => {
+    it('offers them as the tool list is offered: namespaces flattened, custom tools as one string input, built-in ones withdrawn', () => {
+      const sut = pipe();
+      const request = sut.transform({ model: 'gpt-6.2-sol', stream: true, tool_choice: 'auto', input: [ADDITIONAL_TOOLS, USER] });
+      expect(request.chat.model.id).toBe('dev-echo');
+      expect(request.chat.body.tools).toEqual([
+        { type: 'function', function: expect.objectContaining({ name: 'functions__exec', parameters: expect.objectContaining({ required: ['input'] }) }) },
+        { type: 'function', function: expect.objectContaining({ name: 'functions__wait', strict: false }) },
+      ]);
+      expect(request.chat.body.tool_choice).toBe('auto');
+      expect([...request.toolShapes]).toEqual([
+        ['functions__exec', { kind: 'custom', name: 'exec', namespace: 'functions' }],
+        ['functions__wait', { kind: 'function', name: 'wait', namespace: 'functions' }],
+      ]);
+      // The item is an offer, not a message; the withdrawn built-in tool is named where the offer stands.
+      expect(request.chat.body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]);
+      expect(request.ignored.map((p) => p.name)).toEqual(['tools:web_search']);
+    });
+
+    it('offers the tool list first, then each item, in input order', () => {
+      const sut = pipe();
+      const own = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } };
+      const request = sut.transform({ model: 'dev-echo', tools: [own], input: [ADDITIONAL_TOOLS, USER] });
+      expect((request.chat.body.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['lookup', 'functions__exec', 'functions__wait']);
+      expect(request.ignored.map((p) => p.name)).toEqual(['tools:web_search']);
+    });
+
+    it.each<[string, unknown[], string, string]>([
+      ['tools that are not a list', [{ type: 'additional_tools', role: 'developer', tools: 'exec' }, USER], 'input[0].tools', 'invalid_request_error'],
+      ['a tool without a name', [{ ...ADDITIONAL_TOOLS, tools: [{ type: 'function' }] }, USER], 'input[0].tools[0].name', 'invalid_request_error'],
+      ['a namespace holding a built-in tool', [USER, { ...ADDITIONAL_TOOLS, tools: [{ type: 'namespace', name: 'g', tools: [{ type: 'web_search' }] }] }], 'input[1].tools[0].tools[0].type', 'invalid_request_error'],
+      ['a name offered twice', [ADDITIONAL_TOOLS, { ...ADDITIONAL_TOOLS, tools: [{ type: 'function', name: 'functions__wait' }] }, USER], 'input[1].tools[0].name', 'invalid_request_error'],
+    ])('refuses %s with 400, naming the field', (_case, input, param, code) => {
+      expect(refusal({ model: 'dev-echo', input })).toMatchObject({ code, param });
+    });
+  });
+});
