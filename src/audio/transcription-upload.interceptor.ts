@@ -2,12 +2,12 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import type { Multipart } from '@fastify/multipart';
 import { from, Observable, switchMap } from 'rxjs';
 import { ErrorCode, GatewayError } from '../errors';
+import { FORM_OVERHEAD_BYTES } from '../common/http/body-limits';
 import { BodyWatch, BodyWatchStop } from '../common/http/body-watch';
 import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { refuseUnreadBody } from '../common/http/refuse-unread-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { GatewayConfig } from '../config/gateway-config.schema';
-import { FORM_OVERHEAD_BYTES } from './multipart-request.guard';
 import { TranscriptionForm, UPLOADED_FILE, UploadedFile } from './transcription-request.pipe';
 
 const MAX_TEXT_FIELDS = 16;

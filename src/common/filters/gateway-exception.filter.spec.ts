@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { ThrottlerException } from '@nestjs/throttler';
+import { GatewayConfig, LimitsConfig } from '../../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayExceptionFilter } from './gateway-exception.filter';
@@ -74,7 +75,7 @@ function fakeRequest(fields: Record<string, unknown> = {}): Record<string, unkno
 }
 
 function run(exception: unknown, req: Record<string, unknown> = fakeRequest(), res = fakeResponse(), listener?: ErrorAnswerListener) {
-  const sut = new GatewayExceptionFilter(listener);
+  const sut = new GatewayExceptionFilter({ limits: new LimitsConfig() } as GatewayConfig, listener);
   sut.catch(exception, new ExecutionContextHost([req, res]));
   return { req, res };
 }

@@ -1,11 +1,15 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Inject, Logger, Optional } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { GATEWAY_CONFIG } from '../../config/config.tokens';
+import { GatewayConfig } from '../../config/gateway-config.schema';
 import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { ErrorCode, GatewayError } from '../../errors';
+import { largestReadBody } from '../http/body-limits';
 import { sendGatewayError } from '../http/error-reply';
 import { ErrorAnswerListener } from '../http/error-answer-listener';
 import { GatewayReply, GatewayRequest } from '../http/gateway-request';
-import { refuseUnreadBody } from '../http/refuse-unread-body';
+import { discardUnreadBody, refuseUnreadBody } from '../http/refuse-unread-body';
 
 const RETRY_AFTER_S = 1;
 
@@ -13,8 +17,13 @@ const RETRY_AFTER_S = 1;
 @Catch()
 export class GatewayExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('GatewayExceptionFilter');
+  private readonly discardBytes: number;
+  private readonly bodyIdleMs: number;
 
-  constructor(@Optional() private readonly errorAnswers?: ErrorAnswerListener) {}
+  constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, @Optional() private readonly errorAnswers?: ErrorAnswerListener) {
+    this.discardBytes = largestReadBody(config.limits);
+    this.bodyIdleMs = config.limits.body_idle_timeout_ms;
+  }
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
@@ -29,13 +38,20 @@ export class GatewayExceptionFilter implements ExceptionFilter {
       if (!res.writableEnded) res.end();
       return;
     }
-    // Refused before its body was read to the end (401, 402, 413, 429 on an upload, say): the rest is not read.
-    if (!req.raw.complete) refuseUnreadBody(req.raw, res);
+    if (!req.raw.complete) this.leaveUnreadBody(req.raw, res, error);
     // A short outage: clients that honour Retry-After come back when the database may be back.
     if (error.code === ErrorCode.ServiceUnavailable) reply.header('Retry-After', String(RETRY_AFTER_S));
     // When retrying may succeed: the first upstream of the model to let a probe through (src/routing/), the end of an admin-token lock-out.
     else if (error.retryAfterS !== null) reply.header('Retry-After', String(error.retryAfterS));
     sendGatewayError(req, reply, error);
+  }
+
+  /** A request answered before its body was read to the end (DESIGN.md 12.3). */
+  private leaveUnreadBody(req: IncomingMessage, res: ServerResponse, error: GatewayError): void {
+    // The body itself is refused (past its limit, stalled): no more of it is read.
+    if (error.code === ErrorCode.PayloadTooLarge || error.code === ErrorCode.RequestTimeout) refuseUnreadBody(req, res);
+    // Refused before or apart from its body (401, 402, 403, 429, 400): the client still writing it reads the answer.
+    else discardUnreadBody(req, res, this.discardBytes, this.bodyIdleMs);
   }
 
   private toGatewayError(exception: unknown, requestId: string): GatewayError {

@@ -5,7 +5,7 @@ import { LimitsConfig } from '../../config/gateway-config.schema';
 import { ErrorCode, errorBodyFor, GatewayError } from '../../errors';
 import { ErrorAnswerListener } from './error-answer-listener';
 import { GatewayIncomingMessage } from './gateway-request';
-import { endWithConnection } from './refuse-unread-body';
+import { endWithConnection, isDiscardingBody } from './refuse-unread-body';
 import { newRequestId } from './request-id';
 
 /** An error of Node's HTTP parser (`HPE_*`, with llhttp's fixed `reason`), a timeout, or a socket's own. */
@@ -40,6 +40,8 @@ export function answerClientErrors(server: Server, limits: LimitsConfig, logger:
     // A second error on a connection being answered (more bytes of a broken request, a later check):
     // the answer's flush closes it.
     if (answered.has(socket)) return;
+    // A request already answered whose body is being dropped (its timeout, say): it gets no second answer.
+    if (isDiscardingBody(socket)) return socket.destroy();
     const error = GONE.has(err.code ?? '') ? null : gatewayErrorOf(err, limits);
     if (!error) return socket.destroy();
     answered.add(socket);

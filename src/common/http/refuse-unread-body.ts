@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { BodyWatch } from './body-watch';
 
 /**
- * For a request refused before its body was read to the end (413, a timed-out upload): no more of the
+ * For a request whose body itself is refused (413 past the limit, a stalled upload's 408): no more of the
  * body is read, and the answer goes out with `Connection: close`, so that Node ends the socket once the
  * answer is flushed and destroys it then. Without this, Node reads the rest of the body before the
  * connection can serve its next request: a 50 MB upload refused at 4 MB would still be read to its end.
@@ -15,6 +17,56 @@ export function refuseUnreadBody(req: IncomingMessage, res: ServerResponse): voi
   // read, so what arrives until the close stays in the socket's buffers instead.
   req.read(0);
   endWithConnection(req);
+}
+
+/** Connections reading and dropping the body of a request already answered (discardUnreadBody). */
+const discarding = new WeakSet<Socket>();
+
+/**
+ * For a request refused before or apart from its body (401, 402, 403, 429, a 400 of its headers or form):
+ * the answer goes out on a connection that stays open while the rest of the body is read and dropped, so
+ * that a client still writing it reads the answer. Closing at once (as refuseUnreadBody does) would leave
+ * the client's bytes unread in the socket, and the kernel answers those with a reset: the client's write
+ * fails with EPIPE or ECONNRESET, often before it has read the answer (DESIGN.md 12.3).
+ * At most `maxBytes` more are read, with no silence longer than `idleMs`; past either the connection is
+ * destroyed. Node's request timeout (limits.request_timeout_ms) still bounds the whole body, and its
+ * keep-alive timeout any silence once the answer is out. A body read to its end leaves a connection that
+ * serves the next request, or closes it if the client asked for that. Call it before the answer is written.
+ */
+export function discardUnreadBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, idleMs: number): void {
+  if (req.destroyed) return;
+  const socket = req.socket;
+  discarding.add(socket);
+  if (!res.shouldKeepAlive) closeOnceBodyRead(req, socket);
+  // A reader that stopped midway (the upload's form after a parse error) lets go of the body.
+  req.unpipe();
+  const watch = new BodyWatch(req, maxBytes, idleMs, () => socket.destroy());
+  req.once('end', () => {
+    watch.end();
+    discarding.delete(socket);
+  });
+  req.resume();
+}
+
+/**
+ * A connection that closes after this answer (the client sent `Connection: close`, or HTTP/1.0): Node ends
+ * and destroys the socket once the answer is flushed (`destroySoon`), with the body's rest still arriving.
+ * Here it waits until the body is read as well, so that a client still writing meets neither an end nor a
+ * reset before it is done (a lingering close; RFC 9112 section 9.6 on closing with unread data).
+ */
+function closeOnceBodyRead(req: IncomingMessage, socket: Socket): void {
+  const destroySoon = socket.destroySoon.bind(socket);
+  let answered = false;
+  socket.destroySoon = () => {
+    answered = true;
+    if (req.complete) destroySoon();
+  };
+  req.once('end', () => answered && destroySoon());
+}
+
+/** The connection is dropping the body of a request it has answered: a later refusal of that request (its timeout) only closes it. */
+export function isDiscardingBody(socket: Socket): boolean {
+  return discarding.has(socket);
 }
 
 /**
