@@ -8,6 +8,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 

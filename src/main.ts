@@ -25,6 +25,7 @@ async function bootstrap(): Promise<void> {
   const config = loadGatewayConfig(env.gatewayConfigPath);
 
   let embedded: EmbeddedDatabase | null = null;
+  let app: INestApplication | null = null;
   try {
     const pg = env.databaseUrl ? null : readEmbeddedPgEnv();
     if (pg) {
@@ -35,7 +36,7 @@ async function bootstrap(): Promise<void> {
       logger.debug(`Connecting to DATABASE_URL (giving up after ${DATABASE_START_WAIT_MS / 1000} s)`);
       await waitForDatabase(env.databaseUrl!);
     }
-    const app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl ?? embedded!.url });
+    app = await createGatewayApp({ env, config, databaseUrl: env.databaseUrl ?? embedded!.url });
     stopOnSignals(app, embedded, logger);
 
     await app.init();
@@ -46,7 +47,10 @@ async function bootstrap(): Promise<void> {
     // What was created to be shown once is shown only now that the gateway listens (by this start or a failed earlier one).
     await firstStart.showUnshown((secrets) => announceStart({ base: `http://localhost:${port}/v1`, ...secrets, embedded: pg }, format, logger));
   } catch (err) {
-    // Do not leave the embedded server running behind a gateway that failed to start.
+    // Do not leave the embedded server running behind a gateway that failed to start. The app goes first, as
+    // on a stop: its connections end before their server does, and none warns of a server gone away beside
+    // the one line that says why the start failed.
+    await app?.close().catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw err;
   }

@@ -3,6 +3,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+import { Client } from 'pg';
 import { freePort } from './support/free-port';
 import { GatewayMain } from './support/gateway-main';
 
@@ -12,11 +14,12 @@ jest.setTimeout(240_000);
 const EMBEDDED_FAILURE_BOUND_MS = 20_000;
 const DATABASE_WAIT_MS = 10_000;
 
-function listenOn(port: number): Promise<Server> {
+/** A listener of the test's own on `port`: on 127.0.0.1 (the embedded PostgreSQL's address), or on every address (the gateway's). */
+function listenOn(port: number, host: string | undefined = '127.0.0.1'): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer((socket) => socket.destroy());
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve(server));
+    server.listen(port, host, () => resolve(server));
   });
 }
 
@@ -27,7 +30,15 @@ function loggedAt(gw: GatewayMain, pattern: RegExp): number {
   return line.time as number;
 }
 
-/** Exit code 1, one message on stderr naming the cause, nothing else there, and no stack trace. */
+/** stdout's log lines at warn or above: pino's JSON (level 40 and up) or pino-pretty's (WARN, ERROR, FATAL). */
+function warningsIn(stdout: string): string[] {
+  return stdout.split('\n').filter((line) => {
+    if (line.startsWith('{')) return Number((JSON.parse(line) as { level?: number }).level) >= 40;
+    return /^\[[^\]]*\] (WARN|ERROR|FATAL)\b/.test(stripVTControlCharacters(line));
+  });
+}
+
+/** Exit code 1, one message on stderr naming the cause, nothing else there or at warn and above on stdout, and no stack trace. */
 async function expectFailedStart(gw: GatewayMain, ...patterns: RegExp[]): Promise<void> {
   expect(await gw.exited).toBe(1);
   const message = gw.stderr;
@@ -35,6 +46,18 @@ async function expectFailedStart(gw: GatewayMain, ...patterns: RegExp[]): Promis
   for (const pattern of patterns) expect(message).toMatch(pattern);
   expect(message).not.toMatch(/\n\s+at |TypeError|undefined/);
   expect(gw.stdout).not.toMatch(/Gateway listening/);
+  expect(warningsIn(gw.stdout)).toEqual([]);
+}
+
+/** Runs `statements` one after the other as the server's administrator, on the database of `url`. */
+async function sql(url: URL, ...statements: string[]): Promise<void> {
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    for (const statement of statements) await client.query(statement);
+  } finally {
+    await client.end();
+  }
 }
 
 function postgresPids(dataDir: string): string[] {
@@ -48,11 +71,13 @@ describe('A start that cannot succeed ends with one message naming what to chang
   chmodSync(dir, 0o755);
   const running: GatewayMain[] = [];
   const servers: Server[] = [];
+  const cleanups: Array<() => Promise<void>> = [];
 
   afterAll(async () => {
     for (const gw of running) gw.stop();
     await Promise.all(running.map((gw) => gw.exited));
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    for (const cleanup of cleanups) await cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -130,6 +155,16 @@ describe('A start that cannot succeed ends with one message naming what to chang
     );
   });
 
+  it('PORT taken: names PORT and the next port to try; the embedded PostgreSQL is stopped, quietly', async () => {
+    const port = await freePort();
+    servers.push(await listenOn(port, undefined));
+    const dataDir = join(dir, 'http-port-taken');
+    const gw = start({ PORT: String(port), EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: String(await freePort()) });
+
+    await expectFailedStart(gw, new RegExp(`Port ${port} \\(PORT\\) is already in use by another program`), new RegExp(`e\\.g\\. PORT=${port + 1} npm start`));
+    expect(postgresPids(dataDir)).toEqual([]);
+  });
+
   it('DATABASE_URL where nothing listens: gives up after 10 s, naming DATABASE_URL (password masked)', async () => {
     const port = await freePort();
     const gw = start({ DATABASE_URL: `postgres://gateway:s3cret-pw@127.0.0.1:${port}/gateway` });
@@ -144,6 +179,24 @@ describe('A start that cannot succeed ends with one message naming what to chang
     const waited = gw.exitedAt! - loggedAt(gw, /Connecting to DATABASE_URL/);
     expect(waited).toBeGreaterThanOrEqual(DATABASE_WAIT_MS - 1_000);
     expect(waited).toBeLessThan(DATABASE_WAIT_MS + 5_000);
+  });
+
+  it('a DATABASE_URL whose user may not create tables: the migration refused at once, not ten retries logged as errors', async () => {
+    const server = new URL(process.env.TEST_DATABASE_URL!);
+    const name = `gateway_no_create_${process.pid}`;
+    await sql(server, `CREATE ROLE ${name} LOGIN PASSWORD 'pw'`, `CREATE DATABASE ${name}`);
+    cleanups.push(() => sql(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`, `DROP ROLE IF EXISTS ${name}`));
+    const database = new URL(`/${name}`, server);
+    // PostgreSQL before 15 lets every user create tables in the public schema.
+    await sql(database, 'REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+    Object.assign(database, { username: name, password: 'pw' });
+    const gw = start({ DATABASE_URL: database.toString() });
+
+    // An error the gateway did not foresee keeps its stack (docs/operations.md, "A start that fails").
+    expect(await gw.exited).toBe(1);
+    expect(gw.stderr).toMatch(/^Gateway failed to start: QueryFailedError: permission denied for schema public\n/);
+    expect(warningsIn(gw.stdout)).toEqual([]);
+    expect(gw.stdout).not.toMatch(/Retrying/);
   });
 
   it('a GATEWAY_CONFIG file that does not exist: names the file and GATEWAY_CONFIG', async () => {

@@ -53,6 +53,15 @@ describe(PinoNestLogger.name, () => {
     ]);
   });
 
+  it('logs at debug the errors Nest also throws to main.ts (a port listen cannot take, a module that fails), keeping every other error', () => {
+    const { lines } = setup('info');
+    new Logger('NestApplication').error('Error: listen EADDRINUSE: address already in use :::8080');
+    new Logger('ExceptionHandler').error(new Error('Nest can\'t resolve dependencies'));
+    new Logger('ExceptionsHandler').error('a request failed');
+
+    expect(lines.map((l) => [l.level, l.context, l.msg])).toEqual([[50, 'ExceptionsHandler', 'a request failed']]);
+  });
+
   it("keeps the stack of Nest's error(message, stack, context) and of an Error passed alone", () => {
     const { lines } = setup();
     const thrown = new Error('database down');

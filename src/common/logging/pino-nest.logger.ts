@@ -11,6 +11,13 @@ const STACK = /\n\s*at /;
 const FRAMEWORK_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
 
 /**
+ * Where Nest logs an error that it then throws to its caller (the app is created with `abortOnError:
+ * false`): a module that fails to initialise, a port `listen` cannot take. main.ts receives the error and
+ * prints the one line of a failed start; the framework's copy of it is debug.
+ */
+const RETHROWN_CONTEXTS = new Set(['ExceptionHandler', 'NestApplication']);
+
+/**
  * Nest's LoggerService over the root pino logger. Nest's `Logger` appends its context as the last
  * argument, so `logger.error({ err, requestId }, 'message')` arrives here as
  * `({ err, requestId }, 'message', 'Context')` and `logger.error('message', stack)` as
@@ -26,7 +33,8 @@ export class PinoNestLogger implements LoggerService {
   }
 
   error(message: unknown, ...params: unknown[]): void {
-    this.write('error', message, params);
+    const context = params[params.length - 1];
+    this.write(typeof context === 'string' && RETHROWN_CONTEXTS.has(context) ? 'debug' : 'error', message, params);
   }
 
   warn(message: unknown, ...params: unknown[]): void {
