@@ -65,6 +65,15 @@ describe('database faults', () => {
     expect(charges.map((c) => c.amount)).toEqual([COST, COST]);
     expect(charges[1].requestId).toBe(res.headers.get('x-request-id'));
     await expectMoneyInvariants();
+    // The revocation listener was terminated too: it listens again a second later and then forgets every cached
+    // key. Back before the next case caches its key, or a slow machine would see that key forgotten mid-case.
+    await waitFor(async () => {
+      const { rows } = await observer.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`,
+      );
+      return rows[0].n > 0;
+    }, 15_000);
+    await sleep(100);
   });
 
   it('answers 503 service_unavailable within 2 s while PostgreSQL is stopped, keeps serving what needs no database, and recovers within 5 s of its restart', async () => {
