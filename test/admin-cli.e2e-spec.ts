@@ -13,6 +13,9 @@ interface CliResult {
   json: any;
 }
 
+// Each command is a process of its own that compiles the CLI (ts-node): 2–6 s apiece on a loaded 2-core machine.
+jest.setTimeout(180_000);
+
 describe('admin CLI (npm run admin -- <command>)', () => {
   let gw: TestApp;
 
@@ -80,6 +83,7 @@ describe('admin CLI (npm run admin -- <command>)', () => {
     expect(shown.json).toMatchObject({ id: accountId, credits_usd: '12.345679', subscription: { status: 'active' } });
 
     const usage = await cli(['usage', 'show', accountId]);
+    expect({ code: usage.code, stderr: usage.code === 0 ? '' : usage.stderr }).toEqual({ code: 0, stderr: '' });
     expect(usage.json.account_id).toBe(accountId);
     expect(usage.json.totals.requests).toBe(1);
     expect(usage.json.by_key).toEqual([expect.objectContaining({ key_id: key.json.id, requests: 1 })]);
