@@ -14,7 +14,7 @@ interface Exit {
 }
 
 /** Runs the real entry point as an operator would, and waits for it to give up. */
-function runMain(env: Record<string, string>, timeoutMs = 30_000): Promise<Exit> {
+function runMain(env: Record<string, string>, timeoutMs = 150_000): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', MAIN], {
       cwd: ROOT,
@@ -35,6 +35,10 @@ function runMain(env: Record<string, string>, timeoutMs = 30_000): Promise<Exit>
     });
   });
 }
+
+// The cases run at once, each compiling the whole app under ts-node (~7 s of CPU apiece): on a loaded 2-core
+// machine a case takes well over 30 s.
+jest.setTimeout(180_000);
 
 describe('A bad configuration stops the process, naming the field', () => {
   // Made at collection time: jest starts concurrent tests before beforeAll hooks have run.
