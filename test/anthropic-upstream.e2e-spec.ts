@@ -1,11 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { classPriceFields, moneyOf, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
-import { costMicrosByClass } from './support/cost-oracle';
+import { chatCatalogEntry, moneyOf, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
+import { costMicrosByClass, holdMicrosOf } from './support/cost-oracle';
 import { AnthropicUsage, FakeAnthropic } from './support/fake-anthropic';
 import { anthropic, postMessages } from './support/messages-support';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
+import { deploymentsInOrder, expectChargedExactly, keyedProvider, useUpstreamGateway } from './support/upstream-gateway';
 
 /**
  * The `anthropic` provider (issue 33, DESIGN.md section 11) against the fake Anthropic upstream, through the official
@@ -19,53 +20,18 @@ const CLAUDE: PricedModel = { id: 'claude', ...PRICES, maxOutput: 8192 };
 const CACHED: PricedModel = { id: 'claude-auto-cache', ...PRICES, maxOutput: 8192 };
 const FAILOVER: PricedModel = { id: 'claude-failover', ...PRICES, maxOutput: 8192 };
 
-function catalogEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
-  return {
-    id: m.id,
-    kind: 'chat',
-    input_price_per_million: m.input,
-    output_price_per_million: m.output,
-    ...classPriceFields(m),
-    max_output_tokens: m.maxOutput,
-    ...extra,
-  };
-}
-
 describe('anthropic upstream', () => {
   let fake: FakeAnthropic, second: FakeAnthropic, gw: TestApp, admin: AdminClient, db: DataSource;
-
-  beforeAll(async () => {
-    process.env[KEY_ENV] = 'sk-ant-fake-key';
-    fake = await new FakeAnthropic().start();
-    second = await new FakeAnthropic().start();
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        raw.providers.claude = { type: 'anthropic', base_url: fake.url, api_key_env: KEY_ENV, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
-        raw.providers.claude2 = { type: 'anthropic', base_url: second.url, api_key_env: KEY_ENV, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
-        raw.catalog.push(catalogEntry(CLAUDE, { provider: 'claude', upstream_model: 'claude-sonnet-4-6' }));
-        raw.catalog.push(catalogEntry(CACHED, { provider: 'claude', upstream_model: 'claude-sonnet-4-6', auto_cache: true }));
-        raw.catalog.push(
-          catalogEntry(FAILOVER, {
-            deployments: [
-              { provider: 'claude', upstream_model: 'claude-sonnet-4-6', priority: 0 },
-              { provider: 'claude2', upstream_model: 'claude-opus-4-6', priority: 1 },
-            ],
-          }),
-        );
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await fake?.close();
-    await second?.close();
-  });
-  beforeEach(() => {
-    fake.resetState();
-    second.resetState();
+  useUpstreamGateway({
+    fakes: async () => ({ fake: await new FakeAnthropic().start(), second: await new FakeAnthropic().start() }),
+    config: (fakes, raw) => {
+      raw.providers.claude = keyedProvider('anthropic', fakes.fake.url, KEY_ENV, 'sk-ant-fake-key');
+      raw.providers.claude2 = keyedProvider('anthropic', fakes.second.url, KEY_ENV, 'sk-ant-fake-key');
+      raw.catalog.push(chatCatalogEntry(CLAUDE, { provider: 'claude', upstream_model: 'claude-sonnet-4-6' }));
+      raw.catalog.push(chatCatalogEntry(CACHED, { provider: 'claude', upstream_model: 'claude-sonnet-4-6', auto_cache: true }));
+      raw.catalog.push(chatCatalogEntry(FAILOVER, { deployments: deploymentsInOrder(['claude', 'claude-sonnet-4-6'], ['claude2', 'claude-opus-4-6']) }));
+    },
+    ready: (suite) => ({ fakes: { fake, second }, gw, admin, db } = suite),
   });
 
   /** The usage the fake answered with, as a ClassTokens of the cost oracle. */
@@ -81,15 +47,7 @@ describe('anthropic upstream', () => {
   }
 
   /** The charge is the fake's usage at the model's class prices, exactly; ledger = balance. */
-  async function expectCharged(accountId: string, usage: AnthropicUsage, startMicros = 10_000_000n) {
-    const expected = costMicrosByClass(PRICES, classTokens(usage));
-    const money = await moneyOf(db, accountId);
-    expect(money.charges.map((c) => c.amount)).toEqual([expected]);
-    expect(money.balance).toBe(startMicros - expected);
-    expect(money.ledgerSum).toBe(money.balance);
-    expect(money.reserved).toBe(0n);
-    return expected;
-  }
+  const expectCharged = (accountId: string, usage: AnthropicUsage, startMicros?: bigint) => expectChargedExactly(db, accountId, costMicrosByClass(PRICES, classTokens(usage)), startMicros);
 
   const cachedRequest = (ttl?: '1h'): Anthropic.MessageCreateParamsNonStreaming => ({
     model: CLAUDE.id,
@@ -108,7 +66,6 @@ describe('anthropic upstream', () => {
         thinking: { type: 'enabled', budget_tokens: 1024 },
         output_config: { effort: 'high' },
         context_management: { edits: [] },
-        some_future_field: { kept: true },
         system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
         messages: [
           { role: 'user', content: 'Hi' },
@@ -116,20 +73,37 @@ describe('anthropic upstream', () => {
           { role: 'user', content: [{ type: 'text', text: 'Go on', cache_control: { type: 'ephemeral' } }] },
         ],
       };
-      const client = anthropic(gw, key, { headers: { 'anthropic-beta': 'context-management-2025-06-27' } });
+      // An older version than the gateway's own 2023-06-01: the client's is the one sent.
+      const client = anthropic(gw, key, { headers: { 'anthropic-beta': 'context-management-2025-06-27', 'anthropic-version': '2023-01-01' } });
       const message = (await client.messages.create(body as never)) as unknown as Record<string, any>;
       const sent = fake.requests[0];
       expect(sent.path).toBe('/v1/messages');
       expect(sent.body).toEqual({ ...body, model: 'claude-sonnet-4-6' });
       expect(sent.headers['anthropic-beta']).toBe('context-management-2025-06-27');
       expect(sent.headers['x-api-key']).toBe('sk-ant-fake-key');
-      expect(sent.headers['anthropic-version']).toBeDefined();
+      expect(sent.headers['anthropic-version']).toBe('2023-01-01');
       expect(message.model).toBe(CLAUDE.id);
       expect(message.content).toEqual(sent.answered!.content);
       expect(message.content[0]).toEqual({ type: 'thinking', thinking: 'Let me think.', signature: 'sig-abc123' });
       expect(message.usage).toMatchObject({ cache_creation: sent.answered!.usage.cache_creation });
       const charge = await expectCharged(accountId, sent.answered!.usage);
       expect(message.usage.cost).toBe(Number(charge) / 1e6);
+    });
+
+    it("sends a field Anthropic does not know as the client wrote it, and Anthropic's 400 reaches the client, nothing charged", async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      const body = { model: CLAUDE.id, max_tokens: 100, some_future_field: { kept: true }, messages: [{ role: 'user', content: 'Hi' }] };
+      const err = (await anthropic(gw, key)
+        .messages.create(body as never)
+        .catch((e) => e)) as InstanceType<typeof Anthropic.APIError>;
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests[0].body).toEqual({ ...body, model: 'claude-sonnet-4-6' });
+      expect(fake.requests[0].answered).toBeUndefined();
+      expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(err.message).toContain('some_future_field: Extra inputs are not permitted');
+      expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, reserved: 0n, charges: [] });
+      const [row] = await waitForUsageRows(db, accountId, 1);
+      expect(row).toMatchObject({ status: 400, error_code: 'upstream_rejected', cost_micros: '0' });
     });
 
     it('relays the stream event by event (model relabelled), and charges what the JSON answer costs', async () => {
@@ -298,22 +272,43 @@ describe('anthropic upstream', () => {
       expect(fake.requests[1].body.messages[0].content).toBe('Say hello.');
     });
 
-    it('never spends past the credits under 20 concurrent requests', async () => {
+    it('never spends past the credits under 20 concurrent requests: the holds that fit reach Anthropic, the rest get 402 before any call', async () => {
       const { accountId, key } = await admin.createAccount({ creditsUsd: '0.05' });
       fake.reply = { text: 'word '.repeat(50).trim() };
       const client = anthropic(gw, key);
-      const results = await Promise.allSettled(
-        Array.from({ length: 20 }, () => client.messages.create({ model: CLAUDE.id, max_tokens: 1000, messages: [{ role: 'user', content: 'Talk' }] })),
+      const messages = [{ role: 'user' as const, content: 'Talk' }];
+      // Each request holds 1,000 output tokens at $15/M (15,000 µUSD) plus its short prompt's bound at $6/M (the
+      // highest input-class price, the 1-hour cache writes): 3 such holds fit in 50,000 µUSD, a 4th does not.
+      const fit = 50_000n / holdMicrosOf(PRICES, messages, 1000);
+      expect(fit).toBe(3n);
+      // The granted requests stay open at the fake until every request has been decided, so no settlement can give
+      // room back meanwhile: exactly `fit` reach Anthropic, the others are refused without a call.
+      let refused = 0;
+      const release = fake.gate.hold();
+      const statuses = Array.from({ length: 20 }, () =>
+        client.messages.create({ model: CLAUDE.id, max_tokens: 1000, messages }, { maxRetries: 0 }).then(
+          () => 200,
+          (err: InstanceType<typeof Anthropic.APIError>) => (refused++, err.status ?? 0),
+        ),
       );
-      const served = results.filter((r) => r.status === 'fulfilled').length;
-      const refused = results.filter((r) => r.status === 'rejected');
-      expect(served).toBeGreaterThan(0);
-      for (const r of refused) expect((r as PromiseRejectedResult).reason.status).toBe(402);
+      try {
+        await fake.waitFor(() => fake.requests.length + refused === 20, 20_000);
+      } finally {
+        release();
+      }
+      const answered = await Promise.all(statuses);
+      expect(answered.filter((s) => s === 200)).toHaveLength(Number(fit));
+      expect(answered.filter((s) => s === 402)).toHaveLength(20 - Number(fit));
+      expect(fake.requests).toHaveLength(Number(fit));
+      // Each served request charged exactly its usage at the class prices; the balance falls by their sum, to the µUSD.
+      const expected = fake.requests.map((r) => costMicrosByClass(PRICES, classTokens(r.answered!.usage)));
       const money = await moneyOf(db, accountId);
-      expect(money.balance).toBeGreaterThanOrEqual(0n);
-      expect(money.reserved).toBe(0n);
-      expect(money.charges).toHaveLength(served);
+      expect(money.charges.map((c) => c.amount).sort()).toEqual([...expected].sort());
+      const spent = expected.reduce((sum, micros) => sum + micros, 0n);
+      expect(money.balance).toBe(50_000n - spent);
       expect(money.ledgerSum).toBe(money.balance);
+      expect(money.reserved).toBe(0n);
+      expect(money.openHolds).toBe(0);
     });
   });
 
@@ -338,6 +333,8 @@ describe('anthropic upstream', () => {
           { role: 'user', content: 'And Paris?' },
         ],
       });
+      // A chat client names no version: the gateway sends the one it speaks, Anthropic's current 2023-06-01.
+      expect(fake.requests[0].headers['anthropic-version']).toBe('2023-06-01');
       const sent = fake.requests[0].body;
       expect(sent).toMatchObject({
         model: 'claude-sonnet-4-6',

@@ -2,12 +2,13 @@ import { toFile } from 'openai';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { audioFixture, audioUsageRows, creditsOf } from './support/audio-support';
-import { classPriceFields, moneyOf, parseSseData, postChat, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
+import { chatCatalogEntry, moneyOf, parseSseData, postChat, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
 import { costMicrosByClass } from './support/cost-oracle';
 import { FakeAzureOpenAI } from './support/fake-azure-openai';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { FAKE_OPENAI_KEY, fakeOpenAiProvider, FakeUpstream, startFakeUpstream } from './support/fake-upstream';
 import { anthropic } from './support/messages-support';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
+import { deploymentsInOrder, expectChargedExactly, UPSTREAM_TIMEOUTS, useUpstreamGateway } from './support/upstream-gateway';
 
 /**
  * The `azure-openai` provider (issue 34, DESIGN.md section 11) against the fake Azure OpenAI resource, through the
@@ -16,7 +17,6 @@ import { RawConfig, startTestApp, TestApp } from './support/test-app';
  * the same model, the content filter's refusal passed through with its categories, a cut stream.
  */
 const KEY_ENV = 'AZURE_OPENAI_UPSTREAM_TEST_KEY';
-const OPENAI_KEY_ENV = 'AZURE_TEST_OPENAI_FALLBACK_KEY';
 /** GPT-4o's prices on Azure: cached input at half the input price. */
 const PRICES = { input: 2.5, output: 10, cachedInput: 1.25 };
 const GPT: PricedModel = { id: 'azure-gpt-4o', ...PRICES, maxOutput: 16384 };
@@ -24,61 +24,26 @@ const FAILOVER: PricedModel = { id: 'gpt-4o-failover', ...PRICES, maxOutput: 163
 const STT = { id: 'azure-whisper', deployment: 'whisper-prod' };
 const TTS = { id: 'azure-tts', deployment: 'tts-prod' };
 
-function chatEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
-  return { id: m.id, kind: 'chat', input_price_per_million: m.input, output_price_per_million: m.output, ...classPriceFields(m), max_output_tokens: m.maxOutput, ...extra };
-}
-
 describe('azure-openai upstream', () => {
   let azure: FakeAzureOpenAI, openai: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
 
-  beforeAll(async () => {
-    process.env[KEY_ENV] = 'azure-fake-key-0123456789abcdef';
-    process.env[OPENAI_KEY_ENV] = 'sk-openai-fallback';
-    azure = await new FakeAzureOpenAI().start();
-    openai = await startFakeUpstream();
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        const timeouts = { connect_ms: 1000, request_ms: 10_000 };
-        raw.providers.azure = { type: 'azure-openai', base_url: azure.url, api_version: '2024-10-21', api_key_env: KEY_ENV, timeouts };
-        raw.providers.openai_direct = { type: 'openai-compatible', base_url: openai.url, api_key_env: OPENAI_KEY_ENV, timeouts };
-        raw.catalog.push(chatEntry(GPT, { provider: 'azure', upstream_model: 'gpt-4o-prod' }));
-        raw.catalog.push(
-          chatEntry(FAILOVER, {
-            deployments: [
-              { provider: 'azure', upstream_model: 'gpt-4o-mini-eu', priority: 0 },
-              { provider: 'openai_direct', upstream_model: 'gpt-4o', priority: 1 },
-            ],
-          }),
-        );
-        for (const entry of raw.catalog) if (entry.kind === 'transcription') entry.active = false;
-        raw.catalog.push({ id: STT.id, kind: 'transcription', provider: 'azure', upstream_model: STT.deployment, active: true });
-        raw.catalog.push({ id: TTS.id, kind: 'speech', provider: 'azure', upstream_model: TTS.deployment, voices: ['alloy', 'echo'] });
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await azure?.close();
-    await openai?.close();
-  });
-  beforeEach(() => {
-    azure.resetState();
-    openai.resetState();
+  useUpstreamGateway({
+    fakes: async () => ({ azure: await new FakeAzureOpenAI().start(), openai: await startFakeUpstream() }),
+    config: (fakes, raw) => {
+      process.env[KEY_ENV] = fakes.azure.apiKey;
+      raw.providers.azure = { type: 'azure-openai', base_url: fakes.azure.url, api_version: '2024-10-21', api_key_env: KEY_ENV, timeouts: UPSTREAM_TIMEOUTS };
+      raw.providers.openai_direct = fakeOpenAiProvider(fakes.openai.url);
+      raw.catalog.push(chatCatalogEntry(GPT, { provider: 'azure', upstream_model: 'gpt-4o-prod' }));
+      raw.catalog.push(chatCatalogEntry(FAILOVER, { deployments: deploymentsInOrder(['azure', 'gpt-4o-mini-eu'], ['openai_direct', 'gpt-4o']) }));
+      for (const entry of raw.catalog) if (entry.kind === 'transcription') entry.active = false;
+      raw.catalog.push({ id: STT.id, kind: 'transcription', provider: 'azure', upstream_model: STT.deployment, active: true });
+      raw.catalog.push({ id: TTS.id, kind: 'speech', provider: 'azure', upstream_model: TTS.deployment, voices: ['alloy', 'echo'] });
+    },
+    ready: (suite) => ({ fakes: { azure, openai }, gw, admin, db } = suite),
   });
 
   /** The charge is the fake's usage at the model's class prices, exactly; ledger = balance. */
-  async function expectCharged(accountId: string, usage: { prompt: number; completion: number; cached?: number }, startMicros = 10_000_000n) {
-    const expected = costMicrosByClass(PRICES, usage);
-    const money = await moneyOf(db, accountId);
-    expect(money.charges.map((c) => c.amount)).toEqual([expected]);
-    expect(money.balance).toBe(startMicros - expected);
-    expect(money.ledgerSum).toBe(money.balance);
-    expect(money.reserved).toBe(0n);
-    return expected;
-  }
+  const expectCharged = (accountId: string, usage: { prompt: number; completion: number; cached?: number }, startMicros?: bigint) => expectChargedExactly(db, accountId, costMicrosByClass(PRICES, usage), startMicros);
 
   /** What reached Azure: the deployment's path, the provider's api-version, its key in api-key, and no bearer. */
   function expectAzureRequest(index: number, deployment: string, operation: string) {
@@ -216,7 +181,7 @@ describe('azure-openai upstream', () => {
       expect(azure.requests).toHaveLength(1);
       expect(openai.requests).toHaveLength(1);
       expect(openai.requests[0].path).toBe('/v1/chat/completions');
-      expect(openai.requests[0].headers.authorization).toBe('Bearer sk-openai-fallback');
+      expect(openai.requests[0].headers.authorization).toBe(`Bearer ${FAKE_OPENAI_KEY}`);
       expect(openai.requests[0].body.model).toBe('gpt-4o');
       const { promptTokens, completionTokens } = FakeUpstream.defaultReply();
       await expectCharged(accountId, { prompt: promptTokens, completion: completionTokens });

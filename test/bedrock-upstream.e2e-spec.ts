@@ -1,11 +1,12 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { classPriceFields, moneyOf, PricedModel, postChat, readSseData, sdk, waitForUsageRows } from './support/chat-support';
+import { chatCatalogEntry, moneyOf, PricedModel, postChat, readSseData, sdk, waitForUsageRows } from './support/chat-support';
 import { costMicrosByClass } from './support/cost-oracle';
 import { BedrockUsage, FakeBedrock } from './support/fake-bedrock';
-import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
+import { fakeOpenAiProvider, FakeUpstream, startFakeUpstream } from './support/fake-upstream';
 import { anthropic } from './support/messages-support';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
+import { deploymentsInOrder, expectChargedExactly, UPSTREAM_TIMEOUTS, useUpstreamGateway } from './support/upstream-gateway';
 
 /**
  * The `bedrock` provider (issue 34, DESIGN.md section 11) against the fake Bedrock runtime (SigV4 checked, event-stream
@@ -23,55 +24,24 @@ const CACHED: PricedModel = { id: 'bedrock-claude-auto-cache', ...PRICES, maxOut
 const SLOW: PricedModel = { id: 'bedrock-claude-slow', ...PRICES, maxOutput: 8192 };
 const FAILOVER: PricedModel = { id: 'bedrock-claude-failover', ...PRICES, maxOutput: 8192 };
 
-function catalogEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
-  return { id: m.id, kind: 'chat', input_price_per_million: m.input, output_price_per_million: m.output, ...classPriceFields(m), max_output_tokens: m.maxOutput, ...extra };
-}
-
 describe('bedrock upstream', () => {
   let fake: FakeBedrock, openai: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
 
-  beforeAll(async () => {
-    fake = await new FakeBedrock().start();
-    openai = await startFakeUpstream();
-    process.env[KEY_ID_ENV] = fake.accessKeyId;
-    process.env[SECRET_ENV] = fake.secretAccessKey;
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        raw.providers.aws = {
-          type: 'bedrock',
-          region: fake.region,
-          base_url: fake.url,
-          access_key_id_env: KEY_ID_ENV,
-          secret_access_key_env: SECRET_ENV,
-          timeouts: { connect_ms: 1000, request_ms: 10_000 },
-        };
-        raw.providers.aws_slow = { ...raw.providers.aws, timeouts: { connect_ms: 1000, request_ms: 300 } };
-        raw.providers.openai2 = { type: 'openai-compatible', base_url: openai.url, timeouts: { connect_ms: 1000, request_ms: 10_000 } };
-        raw.catalog.push(catalogEntry(CLAUDE, { provider: 'aws', upstream_model: UPSTREAM }));
-        raw.catalog.push(catalogEntry(SLOW, { provider: 'aws_slow', upstream_model: UPSTREAM }));
-        raw.catalog.push(catalogEntry(CACHED, { provider: 'aws', upstream_model: UPSTREAM, auto_cache: true }));
-        raw.catalog.push(
-          catalogEntry(FAILOVER, {
-            deployments: [
-              { provider: 'aws', upstream_model: UPSTREAM, priority: 0 },
-              { provider: 'openai2', upstream_model: 'gpt-fallback', priority: 1 },
-            ],
-          }),
-        );
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await fake?.close();
-    await openai?.close();
-  });
-  beforeEach(() => {
-    fake.resetState();
-    openai.resetState();
+  useUpstreamGateway({
+    fakes: async () => ({ fake: await new FakeBedrock().start(), openai: await startFakeUpstream() }),
+    config: (fakes, raw) => {
+      process.env[KEY_ID_ENV] = fakes.fake.accessKeyId;
+      process.env[SECRET_ENV] = fakes.fake.secretAccessKey;
+      const aws = { type: 'bedrock', region: fakes.fake.region, base_url: fakes.fake.url, access_key_id_env: KEY_ID_ENV, secret_access_key_env: SECRET_ENV };
+      raw.providers.aws = { ...aws, timeouts: UPSTREAM_TIMEOUTS };
+      raw.providers.aws_slow = { ...aws, timeouts: { connect_ms: 1000, request_ms: 300 } };
+      raw.providers.openai2 = fakeOpenAiProvider(fakes.openai.url);
+      raw.catalog.push(chatCatalogEntry(CLAUDE, { provider: 'aws', upstream_model: UPSTREAM }));
+      raw.catalog.push(chatCatalogEntry(SLOW, { provider: 'aws_slow', upstream_model: UPSTREAM }));
+      raw.catalog.push(chatCatalogEntry(CACHED, { provider: 'aws', upstream_model: UPSTREAM, auto_cache: true }));
+      raw.catalog.push(chatCatalogEntry(FAILOVER, { deployments: deploymentsInOrder(['aws', UPSTREAM], ['openai2', 'gpt-fallback']) }));
+    },
+    ready: (suite) => ({ fakes: { fake, openai }, gw, admin, db } = suite),
   });
 
   const classTokens = (usage: BedrockUsage) => ({
@@ -82,15 +52,7 @@ describe('bedrock upstream', () => {
   });
 
   /** The charge is the fake's usage at the model's class prices, exactly; ledger = balance. */
-  async function expectCharged(accountId: string, usage: BedrockUsage, startMicros = 10_000_000n): Promise<bigint> {
-    const expected = costMicrosByClass(PRICES, classTokens(usage));
-    const money = await moneyOf(db, accountId);
-    expect(money.charges.map((c) => c.amount)).toEqual([expected]);
-    expect(money.balance).toBe(startMicros - expected);
-    expect(money.ledgerSum).toBe(money.balance);
-    expect(money.reserved).toBe(0n);
-    return expected;
-  }
+  const expectCharged = (accountId: string, usage: BedrockUsage, startMicros?: bigint) => expectChargedExactly(db, accountId, costMicrosByClass(PRICES, classTokens(usage)), startMicros);
 
   const tools = [{ type: 'function' as const, function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
 

@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { FixedWindowRedisStorage } from '../src/burst-limit/fixed-window-redis-storage';
 import { AdminClient } from './support/admin-client';
 import { moneyOf, postChat, PricedModel, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
+import { redisForTests, TestRedis } from './support/own-redis';
 import { RawConfig, startTestApp, TestApp } from './support/test-app';
 
 const LIMIT = 5;
@@ -171,42 +172,52 @@ describe('chat burst limit window', () => {
   });
 });
 
-const redisUrl = process.env.REDIS_URL;
-(redisUrl ? describe : describe.skip)('chat burst limit shared by two instances through Redis', () => {
-  let a: TestApp;
-  let b: TestApp;
-
+// A redis-server of its own (REDIS_URL's when none is installed; neither: skipped, saying so in one line).
+const redis = redisForTests('chat-burst.e2e-spec');
+(redis.skip ? describe.skip : describe)('chat burst limit through Redis', () => {
+  let server: TestRedis;
   beforeAll(async () => {
-    [a, b] = await Promise.all([
-      startTestApp({ config: burst(60), env: { redisUrl } }),
-      startTestApp({ config: burst(60), env: { redisUrl } }),
-    ]);
+    server = await redis.start();
   });
-  afterAll(() => Promise.all([a.close(), b.close()]));
+  afterAll(() => server?.stop());
 
-  it('counts requests to either instance against one per-account budget', async () => {
-    const admin = new AdminClient(a.url);
-    const first = await admin.createAccount({ creditsUsd: 1 });
-    const second = await admin.createAccount({ creditsUsd: 1 });
-    for (let i = 0; i < LIMIT; i++) expect((await chat(i % 2 ? b : a, first.key)).status).toBe(200);
-    await expectRateLimited(await chat(a, first.key));
-    await expectRateLimited(await chat(b, first.key));
-    expect((await chat(b, second.key)).status).toBe(200);
+  describe('shared by two instances', () => {
+    let a: TestApp;
+    let b: TestApp;
+
+    beforeAll(async () => {
+      const redisUrl = server.url;
+      [a, b] = await Promise.all([
+        startTestApp({ config: burst(60), env: { redisUrl } }),
+        startTestApp({ config: burst(60), env: { redisUrl } }),
+      ]);
+    });
+    afterAll(() => Promise.all([a?.close(), b?.close()]));
+
+    it('counts requests to either instance against one per-account budget', async () => {
+      const admin = new AdminClient(a.url);
+      const first = await admin.createAccount({ creditsUsd: 1 });
+      const second = await admin.createAccount({ creditsUsd: 1 });
+      for (let i = 0; i < LIMIT; i++) expect((await chat(i % 2 ? b : a, first.key)).status).toBe(200);
+      await expectRateLimited(await chat(a, first.key));
+      await expectRateLimited(await chat(b, first.key));
+      expect((await chat(b, second.key)).status).toBe(200);
+    });
   });
-});
 
-(redisUrl ? it : it.skip)('closes its Redis connection when the app shuts down', async () => {
-  const gw = await startTestApp({ env: { redisUrl } });
-  const storage = gw.app.get(ThrottlerStorage) as FixedWindowRedisStorage;
-  expect(storage).toBeInstanceOf(FixedWindowRedisStorage);
-  // No offline queue: a command sent before the connection is ready fails rather than waits.
-  if (storage.redis.status !== 'ready') await once(storage.redis, 'ready');
-  await storage.redis.ping();
-  const ended = storage.redis.status === 'end' ? Promise.resolve() : once(storage.redis, 'end');
-  await gw.close();
-  // ioredis reaches "end" when the socket has closed, a moment after disconnect().
-  let timer: NodeJS.Timeout | undefined;
-  const tooLate = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('Redis connection still open 2 s after shutdown')), 2000)));
-  await Promise.race([ended, tooLate]).finally(() => clearTimeout(timer));
-  expect(storage.redis.status).toBe('end');
+  it('closes its Redis connection when the app shuts down', async () => {
+    const gw = await startTestApp({ env: { redisUrl: server.url } });
+    const storage = gw.app.get(ThrottlerStorage) as FixedWindowRedisStorage;
+    expect(storage).toBeInstanceOf(FixedWindowRedisStorage);
+    // No offline queue: a command sent before the connection is ready fails rather than waits.
+    if (storage.redis.status !== 'ready') await once(storage.redis, 'ready');
+    await storage.redis.ping();
+    const ended = storage.redis.status === 'end' ? Promise.resolve() : once(storage.redis, 'end');
+    await gw.close();
+    // ioredis reaches "end" when the socket has closed, a moment after disconnect().
+    let timer: NodeJS.Timeout | undefined;
+    const tooLate = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('Redis connection still open 2 s after shutdown')), 2000)));
+    await Promise.race([ended, tooLate]).finally(() => clearTimeout(timer));
+    expect(storage.redis.status).toBe('end');
+  });
 });

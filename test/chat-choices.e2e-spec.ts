@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import OpenAI from 'openai';
 import { AdminClient } from './support/admin-client';
-import { moneyOf, PricedModel, sdk, usd, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { expectOneCharge, moneyOf, PricedModel, sdk, usd, useFakeGateway } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 
 // 2 and 100 micro-USD per token: whole micro-dollars, no rounding to hide a missing choice.
@@ -30,16 +30,8 @@ describe('chat completions with n choices: every choice answered and charged', (
     fake.reply = { content: REPLY, promptTokens: PROMPT, completionTokens: PER_CHOICE };
   });
 
-  async function expectCharged(accountId: string, credits: bigint, streamed: boolean): Promise<void> {
-    const money = await moneyOf(db, accountId);
-    expect(money).toMatchObject({ balance: credits - COST, reserved: 0n, ledgerSum: credits - COST, openHolds: 0 });
-    expect(money.charges.map((c) => c.amount)).toEqual([COST]);
-    const rows = await waitForUsageRows(db, accountId, 1);
-    expect(rows).toEqual([
-      expect.objectContaining({ model: MODEL.id, status: 200, streamed, prompt_tokens: PROMPT, completion_tokens: N * PER_CHOICE, cost_micros: String(COST) }),
-    ]);
-    expect(rows[0].request_id).toBe(money.charges[0].requestId);
-  }
+  const expectCharged = (accountId: string, credits: bigint, streamed: boolean) =>
+    expectOneCharge(db, accountId, { cost: COST, credits, row: { model: MODEL.id, streamed, prompt_tokens: PROMPT, completion_tokens: N * PER_CHOICE } });
 
   it('answers n: 3 in JSON with three choices, and charges the completion tokens of all three', async () => {
     const credits = 1_000_000n;

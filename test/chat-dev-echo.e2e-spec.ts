@@ -1,9 +1,9 @@
 import { countTokens, decode, encode } from 'gpt-tokenizer';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, postChat, readSseData, sdk, waitForUsageRows } from './support/chat-support';
+import { costMicros, moneyOf, postChat, readSseData, sdk, waitForUsageRows, useGateway } from './support/chat-support';
 import { expectValidAgainst } from './support/openapi';
-import { startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
 
 // config/gateway.yaml: dev-echo at $0.50 / $1.50 per million tokens.
 const DEV_ECHO = { input: 0.5, output: 1.5 };
@@ -16,16 +16,9 @@ const MESSAGES = [
 const PROMPT_TOKENS = 3 + MESSAGES.reduce((n, m) => n + 3 + countTokens(m.role) + countTokens(m.content), 0);
 
 describe('dev-echo (local provider, default config)', () => {
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    gw = await startTestApp();
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(() => gw.close());
+  let gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useGateway();
+  beforeAll(() => ({ gw, admin, db } = suite));
 
   it('echoes the last user message with real token counts, and is charged for them', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

@@ -11,12 +11,8 @@ const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`);
 
 describe('chat streaming', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 9, completionTokens: 5 } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 9, completionTokens: 5 };
-  });
 
   it('relays chunks that validate against CreateChatCompletionStreamResponse and ends with [DONE], without a usage chunk when not asked', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

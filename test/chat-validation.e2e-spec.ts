@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { moneyOf, postChat, PricedModel, sdk, upstreamModelOf, waitForUsageRows, useFakeGateway } from './support/chat-support';
@@ -58,7 +59,7 @@ describe('chat request validation and pass-through', () => {
     expect(err).toMatchObject({ status: 400, code: 'unknown_model', type: 'invalid_request_error' });
   });
 
-  it('passes standard parameters and unknown fields through untouched, mapping only the model', async () => {
+  it("passes standard parameters and unknown fields through untouched, mapping only the model; OpenAI's 400 for the unknown ones reaches the client", async () => {
     const { key } = await admin.createAccount({ creditsUsd: '1' });
     const params = {
       messages: [
@@ -85,7 +86,11 @@ describe('chat request validation and pass-through', () => {
       repetition_penalty: 1.1,
       x_vendor_options: { nested: [1, { deep: true }], nothing: null },
     };
-    await sdk(gw, key).chat.completions.create({ model: MODEL.id, ...(params as any) });
+    // The fake is as strict as OpenAI, which knows no `repetition_penalty`: its 400 is relayed as upstream_rejected.
+    const refused = await sdk(gw, key)
+      .chat.completions.create({ model: MODEL.id, ...(params as any) })
+      .catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(refused).toMatchObject({ status: 400, error: { code: 'upstream_rejected', message: expect.stringContaining('Unrecognized request argument supplied: repetition_penalty') } });
     expect(fake.requests).toHaveLength(1);
     const received = fake.requests[0].body;
     expect(received.model).toBe(upstreamModelOf(MODEL));

@@ -51,12 +51,8 @@ const RESPONSES_IGNORED: [Record<string, unknown>, string][] = [
 
 describe('What real clients send: served, ignored (x-gateway-ignored-params) or refused (issue 32)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: 'Hi there', promptTokens: 12, completionTokens: 2 } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: 'Hi there', promptTokens: 12, completionTokens: 2 };
-  });
 
   async function ignoredCount(route: string, param: string): Promise<number> {
     const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });

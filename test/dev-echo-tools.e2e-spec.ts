@@ -3,10 +3,10 @@ import { countTokens } from 'gpt-tokenizer';
 import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, postChat, readSseData, sdk, waitForUsageRows } from './support/chat-support';
+import { expectOneCharge, costMicros, moneyOf, postChat, readSseData, sdk, useGateway } from './support/chat-support';
 import { anthropic } from './support/messages-support';
 import { expectValidAgainst } from './support/openapi';
-import { startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type ChatTool = OpenAI.Chat.Completions.ChatCompletionFunctionTool;
@@ -78,29 +78,17 @@ function promptTokens(messages: ChatMessage[], tools?: ChatTool[]): number {
 }
 
 describe('dev-echo drives tool loops offline, and answers n choices (DESIGN.md section 11)', () => {
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    gw = await startTestApp();
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(() => gw.close());
+  let gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useGateway();
+  beforeAll(() => ({ gw, admin, db } = suite));
 
   async function account(): Promise<{ accountId: string; key: string }> {
     return admin.createAccount({ creditsUsd: '1' });
   }
 
   /** The account's one charge is the catalog price of these tokens, and its usage record holds them. */
-  async function expectCharged(accountId: string, prompt: number, completion: number, endpoint = '/v1/chat/completions'): Promise<void> {
-    const cost = costMicros(DEV_ECHO, prompt, completion);
-    const money = await moneyOf(db, accountId);
-    expect(money).toMatchObject({ balance: CREDITS - cost, reserved: 0n, ledgerSum: CREDITS - cost, openHolds: 0 });
-    const rows = await waitForUsageRows(db, accountId, 1);
-    expect(rows).toEqual([expect.objectContaining({ endpoint, model: 'dev-echo', status: 200, prompt_tokens: prompt, completion_tokens: completion, cost_micros: String(cost) })]);
-  }
+  const expectCharged = (accountId: string, prompt: number, completion: number, endpoint = '/v1/chat/completions') =>
+    expectOneCharge(db, accountId, { cost: costMicros(DEV_ECHO, prompt, completion), credits: CREDITS, row: { endpoint, model: 'dev-echo', prompt_tokens: prompt, completion_tokens: completion } });
 
   describe('chat completions', () => {
     it('answers a `call NAME {json}` line with that tool call: content null, finish tool_calls, charged for the call', async () => {

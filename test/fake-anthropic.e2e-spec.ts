@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { FakeAnthropic, fakeTokenCount, startFakeAnthropic } from './support/fake-anthropic';
+import { FakeAnthropic, startFakeAnthropic } from './support/fake-anthropic';
+import { fakeTokenCount } from './support/fake-tokens';
 
 // The fake Anthropic upstream is only useful if the official client accepts what it says.
 describe('fake Anthropic upstream (self-check with @anthropic-ai/sdk)', () => {
@@ -8,8 +9,13 @@ describe('fake Anthropic upstream (self-check with @anthropic-ai/sdk)', () => {
 
   beforeAll(async () => {
     fake = await startFakeAnthropic();
-    sdk = new Anthropic({ apiKey: fake.apiKey, baseURL: fake.url, maxRetries: 0, timeout: 5000 });
+    sdk = client(fake.apiKey);
   });
+  /**
+   * @anthropic-ai/sdk 1.x sends its `apiKey` as `Authorization: Bearer`; the API takes an API key in `x-api-key` only
+   * (https://docs.anthropic.com/en/api/overview#authentication), so the key goes there and `apiKey` stays null.
+   */
+  const client = (key: string) => new Anthropic({ apiKey: null, defaultHeaders: { 'x-api-key': key }, baseURL: fake.url, maxRetries: 0, timeout: 5000 });
   afterAll(() => fake.close());
   beforeEach(() => fake.resetState());
 
@@ -50,8 +56,8 @@ describe('fake Anthropic upstream (self-check with @anthropic-ai/sdk)', () => {
     });
     const [seen] = fake.requests;
     expect(seen).toMatchObject({ method: 'POST', path: '/v1/messages', body: toolRequest });
-    // @anthropic-ai/sdk 1.x sends its apiKey as a bearer token; the API (and the fake) take it there or in x-api-key.
-    expect(seen.headers).toMatchObject({ authorization: `Bearer ${fake.apiKey}`, 'anthropic-version': expect.stringMatching(/^\d{4}-\d\d-\d\d$/), 'anthropic-beta': 'interleaved-thinking-2025-05-14' });
+    expect(seen.headers).toMatchObject({ 'x-api-key': fake.apiKey, 'anthropic-version': '2026-10-21', 'anthropic-beta': 'interleaved-thinking-2025-05-14' });
+    expect(seen.headers.authorization).toBeUndefined();
     expect(JSON.parse(seen.rawBody)).toEqual(toolRequest);
     expect(seen.answered?.usage).toEqual(msg.usage);
   });
@@ -182,12 +188,34 @@ describe('fake Anthropic upstream (self-check with @anthropic-ai/sdk)', () => {
     // Consecutive turns of one role and a final assistant prefill are accepted, as Anthropic accepts them.
     expect(await ask({ ...ok, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'assistant', content: 'The answer is' }] })).toMatchObject({ type: 'message' });
 
-    const wrongKey = await ask(ok, new Anthropic({ apiKey: 'sk-ant-wrong', baseURL: fake.url, maxRetries: 0 }));
+    const wrongKey = await ask(ok, client('sk-ant-wrong'));
     expect(wrongKey).toBeInstanceOf(Anthropic.AuthenticationError);
     expect(wrongKey).toMatchObject({ status: 401, type: 'authentication_error' });
     const noVersion = await fetch(`${fake.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': fake.apiKey }, body: JSON.stringify(ok) });
     expect(noVersion.status).toBe(400);
     expect(await noVersion.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' }, request_id: expect.stringMatching(/^req_/) });
+    expect(fake.requests.filter((r) => r.answered)).toHaveLength(1);
+  });
+
+  it("refuses what Anthropic refuses, as the SDK maps it: an extra input, a key as a bearer token, a wrong key, an unknown anthropic-version", async () => {
+    const ok = { model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const extra = await sdk.messages.create({ ...ok, some_future_field: true } as Anthropic.MessageCreateParamsNonStreaming).catch((e: unknown) => e as any);
+    expect(extra).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(extra.error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'some_future_field: Extra inputs are not permitted' }, request_id: expect.stringMatching(/^req_/) });
+    const countExtra = await sdk.messages.countTokens({ ...ok, max_tokens: 10 } as Anthropic.MessageCountTokensParams).catch((e: unknown) => e as any);
+    expect(countExtra).toMatchObject({ status: 400, error: { error: { message: 'max_tokens: Extra inputs are not permitted' } } });
+
+    const bearer = await new Anthropic({ apiKey: fake.apiKey, baseURL: fake.url, maxRetries: 0 }).messages.create(ok).catch((e: unknown) => e as any);
+    expect(bearer).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(bearer.error.error).toEqual({ type: 'authentication_error', message: 'OAuth authentication is currently not supported.' });
+    const wrong = await client('sk-ant-wrong').messages.create(ok).catch((e: unknown) => e as any);
+    expect(wrong).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(wrong.error.error).toEqual({ type: 'authentication_error', message: 'invalid x-api-key' });
+
+    const future = await sdk.messages.create(ok, { headers: { 'anthropic-version': '2024-10-22' } }).catch((e: unknown) => e as any);
+    expect(future).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(future.error.error).toEqual({ type: 'invalid_request_error', message: 'anthropic-version: "2024-10-22" is not a valid version' });
+    expect(await sdk.messages.create(ok, { headers: { 'anthropic-version': '2023-01-01' } })).toMatchObject({ type: 'message' });
     expect(fake.requests.filter((r) => r.answered)).toHaveLength(1);
   });
 

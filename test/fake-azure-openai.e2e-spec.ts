@@ -93,6 +93,13 @@ describe('fake Azure OpenAI (self-check with the openai package\'s AzureOpenAI c
     const version = await client({ apiVersion: '2019-01-01' }).chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
     expect(version).toBeInstanceOf(OpenAI.BadRequestError);
     expect((version as Error).message).toContain('API version not supported');
+
+    // Past Azure's own checks, the body is refused as OpenAI refuses it (../shared/openai-openapi.yaml).
+    const unknown = await client().chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Hi' }], some_future_field: 1 } as never).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((unknown as InstanceType<typeof OpenAI.APIError>).error).toEqual({ message: 'Unrecognized request argument supplied: some_future_field', type: 'invalid_request_error', param: null, code: null });
+    const wrongType = await client().chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 'ten' } as never).catch((e: unknown) => e);
+    expect((wrongType as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ param: 'max_tokens', code: 'invalid_type', message: "Invalid type for 'max_tokens': expected an integer, but got a string instead." });
   });
 
   it('answers 404 Resource not found without api-version, and 429 with retry-after', async () => {

@@ -1,6 +1,6 @@
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { fakeTokenCount } from './support/fake-anthropic';
+import { fakeTokenCount } from './support/fake-tokens';
 import { FakeBedrock } from './support/fake-bedrock';
 
 /**
@@ -107,6 +107,21 @@ describe('FakeBedrock (with the official AWS SDK)', () => {
     const invalid = await call({ inferenceConfig: { temperature: 1.5 } });
     expect(invalid).toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
     expect(invalid.message).toContain("at 'inferenceConfig.temperature'");
+    // The SDK sends only Converse's members: a middleware adds one to the built body, before the request is signed.
+    const extended = client();
+    extended.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { body: string | Uint8Array; headers: Record<string, string> };
+        const sent = typeof request.body === 'string' ? request.body : new TextDecoder().decode(request.body);
+        request.body = JSON.stringify({ ...JSON.parse(sent), some_future_field: true });
+        request.headers['content-length'] = String(Buffer.byteLength(request.body));
+        return next(args);
+      },
+      { step: 'build' },
+    );
+    const extra = await extended.send(new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'Hi' }] }] })).catch((e) => e);
+    expect(extra).toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
+    expect(extra.message).toBe('Malformed input request: #: extraneous key [some_future_field] is not permitted, please reformat your input and try again.');
     const turns = await client()
       .send(new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'a' }] }, { role: 'user', content: [{ text: 'b' }] }] }))
       .catch((e) => e);

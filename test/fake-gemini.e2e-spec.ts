@@ -1,5 +1,5 @@
 import { ApiError, FunctionCallingConfigMode, GoogleGenAI } from '@google/genai';
-import { fakeTokenCount } from './support/fake-anthropic';
+import { fakeTokenCount } from './support/fake-tokens';
 import { FakeGemini, startFakeGemini } from './support/fake-gemini';
 
 // The fake Gemini upstream is only useful if Google's own client accepts what it says.
@@ -157,6 +157,12 @@ describe('fake Gemini upstream (self-check with @google/genai)', () => {
     const empty = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': fake.apiKey }, body: JSON.stringify({ contents: [] }) });
     expect(empty.status).toBe(400);
     expect(((await empty.json()) as any).error.message).toContain('contents is not specified');
+    const post = (body: unknown) => fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': fake.apiKey }, body: JSON.stringify(body) });
+    const unknownField = await post({ contents: [{ parts: [{ text: 'Hi' }] }], some_future_field: true });
+    expect(unknownField.status).toBe(400);
+    expect(await unknownField.json()).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload received. Unknown name "some_future_field": Cannot find field.' } });
+    const unknownConfig = await post({ contents: [{ parts: [{ text: 'Hi' }] }], generationConfig: { logitBias: { 1: 2 } } });
+    expect(await unknownConfig.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringContaining(`Unknown name "logitBias" at 'generation_config'`) } });
   });
 
   it('fails on demand: 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, an in-stream error, a cut stream', async () => {

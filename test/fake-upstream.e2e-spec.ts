@@ -1,6 +1,6 @@
 import OpenAI, { toFile } from 'openai';
 import { expectValidAgainst } from './support/openapi';
-import { FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
+import { FAKE_OPENAI_KEY, FakeUpstream, startFakeUpstream, unusedPortUrl } from './support/fake-upstream';
 
 // The fake upstream is only useful if a real OpenAI client accepts what it says.
 describe('fake upstream (self-check with the openai SDK)', () => {
@@ -9,7 +9,7 @@ describe('fake upstream (self-check with the openai SDK)', () => {
 
   beforeAll(async () => {
     fake = await startFakeUpstream();
-    sdk = new OpenAI({ apiKey: 'sk-fake', baseURL: fake.url, maxRetries: 0, timeout: 2000 });
+    sdk = new OpenAI({ apiKey: fake.apiKey, baseURL: fake.url, maxRetries: 0, timeout: 2000 });
   });
   afterAll(() => fake.close());
   beforeEach(() => fake.resetState());
@@ -23,7 +23,7 @@ describe('fake upstream (self-check with the openai SDK)', () => {
     const cut = await sdk.chat.completions.create({ model: 'm-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
     expect(cut).toMatchObject({ choices: [{ message: { content: 'one two' }, finish_reason: 'length' }], usage: { completion_tokens: 2 } });
     expect(fake.requests.map((r) => r.body.temperature)).toEqual([0.3, undefined]);
-    expect(fake.requests[0].headers.authorization).toBe('Bearer sk-fake');
+    expect(fake.requests[0].headers.authorization).toBe(`Bearer ${FAKE_OPENAI_KEY}`);
   });
 
   it('streams word by word, with the usage chunk only when asked', async () => {
@@ -130,6 +130,29 @@ describe('fake upstream (self-check with the openai SDK)', () => {
     const res = await sdk.audio.speech.create({ model: 'tts-1', input: 'hi', voice: 'alloy', response_format: 'flac' });
     expect(res.headers.get('content-type')).toBe('audio/flac');
     expect(Buffer.from(await res.arrayBuffer()).equals(fake.speechAudio)).toBe(true);
+  });
+
+  it("refuses what OpenAI refuses, in OpenAI's error body, as the SDK maps it: an unknown argument, a wrong type, a missing field, a wrong or missing key", async () => {
+    const ask = (body: Record<string, unknown>, client = sdk) => client.chat.completions.create(body as any).catch((e: unknown) => e as any);
+    const messages = [{ role: 'user', content: 'hi' }];
+    const unknown = await ask({ model: 'gpt-4o', messages, some_future_field: true });
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(unknown.error).toEqual({ message: 'Unrecognized request argument supplied: some_future_field', type: 'invalid_request_error', param: null, code: null });
+    const wrongType = await ask({ model: 'gpt-4o', messages, temperature: 'warm' });
+    expect(wrongType).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(wrongType.error).toEqual({ message: "Invalid type for 'temperature': expected a decimal, but got a string instead.", type: 'invalid_request_error', param: 'temperature', code: 'invalid_type' });
+    expect(await ask({ model: 'gpt-4o', messages: [{ role: 'user', content: 5 }] })).toMatchObject({ status: 400, error: { param: 'messages[0].content', code: 'invalid_type' } });
+    expect(await ask({ model: 'gpt-4o' })).toMatchObject({ status: 400, error: { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' } });
+    const speech = await sdk.audio.speech.create({ model: 'tts-1', input: 'hi', voice: 'alloy', pitch: 2 } as any).catch((e: unknown) => e as any);
+    expect(speech).toMatchObject({ status: 400, error: { message: 'Unrecognized request argument supplied: pitch' } });
+
+    const wrongKey = await ask({ model: 'gpt-4o', messages }, new OpenAI({ apiKey: 'sk-wrong-key-0123456789', baseURL: fake.url, maxRetries: 0 }));
+    expect(wrongKey).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(wrongKey.error).toMatchObject({ message: 'Incorrect API key provided: sk-wrong***********6789. You can find your API key at https://platform.openai.com/account/api-keys.', code: 'invalid_api_key' });
+    const noKey = await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages }) });
+    expect(noKey.status).toBe(401);
+    expect(((await noKey.json()) as { error: { message: string } }).error.message).toMatch(/^You didn't provide an API key/);
+    expect(fake.requests).toHaveLength(7);
   });
 
   it('gives a URL where connections are refused', async () => {

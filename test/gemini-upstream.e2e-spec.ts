@@ -1,11 +1,13 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { classPriceFields, moneyOf, postChat, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
+import { chatCatalogEntry, moneyOf, postChat, PricedModel, sdk, waitForUsageRows } from './support/chat-support';
 import { costMicrosByClass } from './support/cost-oracle';
-import { fakeTokenCount } from './support/fake-anthropic';
+import { fakeTokenCount } from './support/fake-tokens';
 import { FakeGemini, GeminiUsageMetadata } from './support/fake-gemini';
+import { documentedClasses, DOCUMENTED_USAGE, FLASH_PRICES } from './support/gemini-documented-usage';
 import { anthropic } from './support/messages-support';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
+import { deploymentsInOrder, expectChargedExactly, keyedProvider, useUpstreamGateway } from './support/upstream-gateway';
 
 /**
  * The `gemini` provider (issue 34, DESIGN.md section 11) against the fake Gemini API, through the official SDKs:
@@ -15,70 +17,26 @@ import { RawConfig, startTestApp, TestApp } from './support/test-app';
  */
 const KEY_ENV = 'GEMINI_UPSTREAM_TEST_KEY';
 /** Gemini 2.5 Flash's prices: cached input a quarter of the input price; thoughts are output. */
-const PRICES = { input: 0.3, output: 2.5, cachedInput: 0.075 };
+const PRICES = FLASH_PRICES;
 const FLASH: PricedModel = { id: 'gemini-flash', ...PRICES, maxOutput: 8192 };
 const FAILOVER: PricedModel = { id: 'gemini-failover', ...PRICES, maxOutput: 8192 };
-
-function catalogEntry(m: PricedModel, extra: Record<string, unknown>): Record<string, unknown> {
-  return { id: m.id, kind: 'chat', input_price_per_million: m.input, output_price_per_million: m.output, ...classPriceFields(m), max_output_tokens: m.maxOutput, ...extra };
-}
-
-/** The fake's usage in the classes DESIGN.md section 11 maps it to. */
-function classTokens(usage: GeminiUsageMetadata) {
-  return {
-    prompt: usage.promptTokenCount + (usage.toolUsePromptTokenCount ?? 0),
-    completion: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
-    cached: usage.cachedContentTokenCount ?? 0,
-  };
-}
 
 describe('gemini upstream', () => {
   let fake: FakeGemini, second: FakeGemini, gw: TestApp, admin: AdminClient, db: DataSource;
 
-  beforeAll(async () => {
-    process.env[KEY_ENV] = 'AIzaSyFake-gemini-key';
-    fake = await new FakeGemini().start();
-    second = await new FakeGemini().start();
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        const timeouts = { connect_ms: 1000, request_ms: 10_000 };
-        raw.providers.gemini = { type: 'gemini', base_url: fake.url, api_key_env: KEY_ENV, timeouts };
-        raw.providers.gemini2 = { type: 'gemini', base_url: second.url, api_key_env: KEY_ENV, timeouts };
-        raw.catalog.push(catalogEntry(FLASH, { provider: 'gemini', upstream_model: 'gemini-2.5-flash' }));
-        raw.catalog.push(
-          catalogEntry(FAILOVER, {
-            deployments: [
-              { provider: 'gemini', upstream_model: 'gemini-2.5-flash', priority: 0 },
-              { provider: 'gemini2', upstream_model: 'gemini-2.5-pro', priority: 1 },
-            ],
-          }),
-        );
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await fake?.close();
-    await second?.close();
-  });
-  beforeEach(() => {
-    fake.resetState();
-    second.resetState();
+  useUpstreamGateway({
+    fakes: async () => ({ fake: await new FakeGemini().start(), second: await new FakeGemini().start() }),
+    config: (fakes, raw) => {
+      raw.providers.gemini = keyedProvider('gemini', fakes.fake.url, KEY_ENV, 'AIzaSyFake-gemini-key');
+      raw.providers.gemini2 = keyedProvider('gemini', fakes.second.url, KEY_ENV, 'AIzaSyFake-gemini-key');
+      raw.catalog.push(chatCatalogEntry(FLASH, { provider: 'gemini', upstream_model: 'gemini-2.5-flash' }));
+      raw.catalog.push(chatCatalogEntry(FAILOVER, { deployments: deploymentsInOrder(['gemini', 'gemini-2.5-flash'], ['gemini2', 'gemini-2.5-pro']) }));
+    },
+    ready: (suite) => ({ fakes: { fake, second }, gw, admin, db } = suite),
   });
 
   /** The charge is the fake's usage at the model's class prices, exactly; ledger = balance. */
-  async function expectCharged(accountId: string, usage: GeminiUsageMetadata, startMicros = 10_000_000n) {
-    const expected = costMicrosByClass(PRICES, classTokens(usage));
-    const money = await moneyOf(db, accountId);
-    expect(money.charges.map((c) => c.amount)).toEqual([expected]);
-    expect(money.balance).toBe(startMicros - expected);
-    expect(money.ledgerSum).toBe(money.balance);
-    expect(money.reserved).toBe(0n);
-    return expected;
-  }
+  const expectCharged = (accountId: string, usage: GeminiUsageMetadata, startMicros?: bigint) => expectChargedExactly(db, accountId, costMicrosByClass(PRICES, documentedClasses(usage)), startMicros);
 
   const tools = [
     {
@@ -90,6 +48,32 @@ describe('gemini upstream', () => {
       },
     },
   ];
+
+  describe('usage as Google documents it (test/support/gemini-documented-usage.ts)', () => {
+    it.each(DOCUMENTED_USAGE.flatMap((example) => [false, true].map((stream) => ({ ...example, stream }))))(
+      'charges $name exactly by its hand-written figures (streamed: $stream)',
+      async ({ usageMetadata, chat, micros, stream }) => {
+        expect(documentedClasses(usageMetadata)).toEqual({ prompt: chat.prompt, cached: chat.cached, completion: chat.completion });
+        const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+        fake.reply = { text: 'An answer.', usageMetadata };
+        const body = { model: FLASH.id, messages: [{ role: 'user' as const, content: 'A question?' }] };
+        let usage: any;
+        if (!stream) usage = (await sdk(gw, key).chat.completions.create(body)).usage;
+        else for await (const chunk of await sdk(gw, key).chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } })) usage = chunk.usage ?? usage;
+        expect(usage).toMatchObject({
+          prompt_tokens: chat.prompt,
+          completion_tokens: chat.completion,
+          prompt_tokens_details: { cached_tokens: chat.cached },
+          completion_tokens_details: { reasoning_tokens: chat.reasoning },
+        });
+        const money = await moneyOf(db, accountId);
+        expect(money.charges.map((c) => c.amount)).toEqual([micros]);
+        expect(money.balance).toBe(10_000_000n - micros);
+        const [row] = await waitForUsageRows(db, accountId, 1);
+        expect(row).toMatchObject({ prompt_tokens: chat.prompt, completion_tokens: chat.completion, cached_tokens: chat.cached, reasoning_tokens: chat.reasoning, cost_micros: String(micros) });
+      },
+    );
+  });
 
   describe('chat in', () => {
     it('sends a Gemini-shaped request (system, turns, tools, tool results by name, thinking) and answers tool calls and reasoning', async () => {
@@ -194,7 +178,7 @@ describe('gemini upstream', () => {
       let start = 10_000_000n;
       const charged = async (index: number) => {
         const usage = fake.requests[index].answered!.usage;
-        const cost = costMicrosByClass(PRICES, classTokens(usage));
+        const cost = costMicrosByClass(PRICES, documentedClasses(usage));
         const money = await moneyOf(db, accountId);
         expect(money.charges.at(-1)!.amount).toBe(cost);
         expect(money.balance).toBe(start - cost);
@@ -216,7 +200,7 @@ describe('gemini upstream', () => {
       const streamed = await charged(2);
       expect(streamed.cachedContentTokenCount).toBe(fakeTokenCount(rules));
       // The cached tokens cost less than the same tokens at the input price.
-      expect(costMicrosByClass(PRICES, classTokens(warm))).toBeLessThan(costMicrosByClass({ ...PRICES, cachedInput: PRICES.input }, classTokens(warm)));
+      expect(costMicrosByClass(PRICES, documentedClasses(warm))).toBeLessThan(costMicrosByClass({ ...PRICES, cachedInput: PRICES.input }, documentedClasses(warm)));
       const rows = await waitForUsageRows(db, accountId, 3);
       expect(rows.map((r) => [r.cached_tokens, r.reasoning_tokens])).toEqual([
         [0, cold.thoughtsTokenCount],

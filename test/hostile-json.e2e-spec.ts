@@ -131,10 +131,12 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
     });
 
     it('accepts a body nested exactly json_body_max_depth (64) deep', async () => {
-      // The body is depth 1, so 63 arrays inside it reach 64.
-      const answer = await chat(bodyWith(CHAT, { metadata_blob: nestedArrays(63) }));
+      // The body is depth 1, tools 2, the tool 3, its function 4, its parameters (a JSON Schema, any shape OpenAI
+      // takes) 5, so 59 arrays inside them reach 64.
+      const tools = `[{"type":"function","function":{"name":"f","parameters":{"type":"object","deep":${nestedArrays(59)}}}}]`;
+      const answer = await chat(bodyWith(CHAT, { tools }));
       expect(answer.status).toBe(200);
-      expect(fake.requests[0].body.metadata_blob).toEqual(JSON.parse(nestedArrays(63)));
+      expect(fake.requests[0].body.tools[0].function.parameters.deep).toEqual(JSON.parse(nestedArrays(59)));
     });
 
     it('refuses a body with more keys and elements than json_body_max_keys (100,000): 400 naming the limit', async () => {
@@ -236,13 +238,14 @@ describe('hostile JSON bodies (chat, speech, admin): bounded work, a 4xx, a usag
         '"stream_options":{"__proto__":{"include_usage":"yes"}},' +
         '"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"constructor":{"type":"string"},"__proto__":{"type":"number"}}}}}]}';
       const answer = await chat(body);
-      expect(answer.status).toBe(200);
       const sent = fake.requests[0].body;
       expect(Object.keys(sent)).toEqual(expect.arrayContaining(['__proto__', 'constructor']));
       expect(Object.keys(sent.tools[0].function.parameters.properties)).toEqual(['constructor', '__proto__']);
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
       expect(Object.prototype).not.toHaveProperty('polluted');
-      expect(await usageRowOf(answer.requestId)).toMatchObject({ status: 200, error_code: null });
+      // OpenAI knows no argument of those names: its 400 reaches the client as any upstream 400 does.
+      expect(answer).toMatchObject({ status: 400, error: { code: 'upstream_rejected', message: expect.stringContaining('Unrecognized request argument supplied: __proto__') } });
+      expect(await usageRowOf(answer.requestId)).toMatchObject({ status: 400, error_code: 'upstream_rejected', cost_micros: '0' });
     });
 
     it('passes a speech body with a top-level __proto__ key, untouched by it', async () => {

@@ -79,13 +79,19 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 idempotency_in_progress with Retry-After while the first runs, then its answer', async () => {
     const { accountId, key } = await suite.admin.createAccount({ creditsUsd: '1' });
-    suite.fake.responseDelayMs = 1500;
+    // The first stays open at the upstream until the repeat has had its answer: no timing window.
+    const release = suite.fake.gate.hold();
     const first = post(key, '/v1/chat/completions', chatBody(), 'slow');
-    await suite.fake.waitFor(() => suite.fake.requests.length === 1);
-    const during = await post(key, '/v1/chat/completions', chatBody(), 'slow');
-    expect(during.status).toBe(409);
-    expect(json(during).error).toMatchObject({ code: 'idempotency_in_progress', param: 'Idempotency-Key' });
-    expect(Number(during.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    try {
+      await suite.fake.waitFor(() => suite.fake.requests.length === 1);
+      const during = await post(key, '/v1/chat/completions', chatBody(), 'slow');
+      expect(during.status).toBe(409);
+      expect(json(during).error).toMatchObject({ code: 'idempotency_in_progress', param: 'Idempotency-Key' });
+      expect(Number(during.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(suite.fake.requests).toHaveLength(1);
+    } finally {
+      release();
+    }
     const answered = await first;
     const after = await post(key, '/v1/chat/completions', chatBody(), 'slow');
     expect(after.bytes.equals(answered.bytes)).toBe(true);

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ROOT_LOGGER } from '../src/common/logging/root-logger';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, PricedModel, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { expectOneCharge, costMicros, moneyOf, PricedModel, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { anthropic, postMessages } from './support/messages-support';
 import { parseNamedEvents } from './support/responses-support';
@@ -19,27 +19,12 @@ const WEATHER_CALL = { id: 'call_weather_1', name: 'get_weather', arguments: '{"
 
 describe('POST /v1/messages (issue 25)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 };
-  });
 
   /** The account's single charge is the chat price of the usage (ledger = balance), and its usage record says /v1/messages. */
-  async function expectCharged(accountId: string, promptTokens: number, completionTokens: number, streamed: boolean, credits = 1_000_000n): Promise<void> {
-    const cost = costMicros(MODEL, promptTokens, completionTokens);
-    const money = await moneyOf(db, accountId);
-    expect(money).toMatchObject({ balance: credits - cost, reserved: 0n, ledgerSum: credits - cost, openHolds: 0 });
-    const rows = await waitForUsageRows(db, accountId, 1);
-    expect(rows).toEqual([
-      expect.objectContaining({
-        endpoint: '/v1/messages', model: MODEL.id, status: 200, error_code: null, streamed,
-        prompt_tokens: promptTokens, completion_tokens: completionTokens, cost_micros: String(cost),
-      }),
-    ]);
-    expect(money.charges).toEqual([{ amount: cost, requestId: rows[0].request_id }]);
-  }
+  const expectCharged = (accountId: string, promptTokens: number, completionTokens: number, streamed: boolean, credits = 1_000_000n) =>
+    expectOneCharge(db, accountId, { cost: costMicros(MODEL, promptTokens, completionTokens), credits, row: { endpoint: '/v1/messages', model: MODEL.id, error_code: null, streamed, prompt_tokens: promptTokens, completion_tokens: completionTokens } });
 
   it('answers a plain text message as a Message and charges it exactly as chat', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

@@ -1,11 +1,12 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { classPriceFields, moneyOf, PricedModel, sdk } from './support/chat-support';
+import { chatCatalogEntry, moneyOf, PricedModel, sdk } from './support/chat-support';
 import { FakeAnthropic } from './support/fake-anthropic';
 import { FakeBedrock } from './support/fake-bedrock';
 import { FakeGemini } from './support/fake-gemini';
 import { anthropic } from './support/messages-support';
-import { RawConfig, startTestApp, TestApp } from './support/test-app';
+import { TestApp } from './support/test-app';
+import { keyedProvider, UPSTREAM_TIMEOUTS, useUpstreamGateway } from './support/upstream-gateway';
 
 /**
  * One catalog model served by Claude on Anthropic and on Bedrock (issue 34, DESIGN.md section 11): a model's
@@ -19,56 +20,21 @@ const GEMINI_FIRST: PricedModel = { ...CLAUDE, id: 'gemini-then-claude' };
 describe('deployments of different native types', () => {
   let claude: FakeAnthropic, bedrock: FakeBedrock, gemini: FakeGemini, gw: TestApp, admin: AdminClient, db: DataSource;
 
-  beforeAll(async () => {
-    claude = await new FakeAnthropic().start();
-    bedrock = await new FakeBedrock().start();
-    gemini = await new FakeGemini().start();
-    process.env.MIXED_GEMINI_KEY = gemini.apiKey;
-    process.env.MIXED_ANTHROPIC_KEY = claude.apiKey;
-    process.env.MIXED_AWS_KEY_ID = bedrock.accessKeyId;
-    process.env.MIXED_AWS_SECRET = bedrock.secretAccessKey;
-    const entry = (m: PricedModel, deployments: unknown[]) => ({
-      id: m.id,
-      kind: 'chat',
-      input_price_per_million: m.input,
-      output_price_per_million: m.output,
-      ...classPriceFields(m),
-      max_output_tokens: m.maxOutput,
-      deployments,
-    });
-    const anthropicDeployment = (priority: number) => ({ provider: 'claude', upstream_model: 'claude-sonnet-4-5', priority });
-    const bedrockDeployment = (priority: number) => ({ provider: 'aws', upstream_model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', priority });
-    gw = await startTestApp({
-      config: (raw: RawConfig) => {
-        raw.providers.claude = { type: 'anthropic', base_url: claude.url, api_key_env: 'MIXED_ANTHROPIC_KEY', timeouts: { connect_ms: 1000, request_ms: 10_000 } };
-        raw.providers.aws = {
-          type: 'bedrock',
-          region: bedrock.region,
-          base_url: bedrock.url,
-          access_key_id_env: 'MIXED_AWS_KEY_ID',
-          secret_access_key_env: 'MIXED_AWS_SECRET',
-          timeouts: { connect_ms: 1000, request_ms: 10_000 },
-        };
-        raw.catalog.push(entry(CLAUDE, [anthropicDeployment(0), bedrockDeployment(1)]));
-        raw.providers.google = { type: 'gemini', base_url: gemini.url, api_key_env: 'MIXED_GEMINI_KEY', timeouts: { connect_ms: 1000, request_ms: 10_000 } };
-        raw.catalog.push(entry(BEDROCK_FIRST, [bedrockDeployment(0), anthropicDeployment(1)]));
-        raw.catalog.push(entry(GEMINI_FIRST, [{ provider: 'google', upstream_model: 'gemini-2.5-flash', priority: 0 }, anthropicDeployment(1)]));
-        raw.limits.chat_burst = { requests: 100_000, window_s: 1 };
-      },
-    });
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await claude?.close();
-    await bedrock?.close();
-    await gemini?.close();
-  });
-  beforeEach(() => {
-    claude.resetState();
-    bedrock.resetState();
-    gemini.resetState();
+  useUpstreamGateway({
+    fakes: async () => ({ claude: await new FakeAnthropic().start(), bedrock: await new FakeBedrock().start(), gemini: await new FakeGemini().start() }),
+    config: (fakes, raw) => {
+      process.env.MIXED_AWS_KEY_ID = fakes.bedrock.accessKeyId;
+      process.env.MIXED_AWS_SECRET = fakes.bedrock.secretAccessKey;
+      raw.providers.claude = keyedProvider('anthropic', fakes.claude.url, 'MIXED_ANTHROPIC_KEY', fakes.claude.apiKey);
+      raw.providers.aws = { type: 'bedrock', region: fakes.bedrock.region, base_url: fakes.bedrock.url, access_key_id_env: 'MIXED_AWS_KEY_ID', secret_access_key_env: 'MIXED_AWS_SECRET', timeouts: UPSTREAM_TIMEOUTS };
+      raw.providers.google = keyedProvider('gemini', fakes.gemini.url, 'MIXED_GEMINI_KEY', fakes.gemini.apiKey);
+      const anthropicDeployment = (priority: number) => ({ provider: 'claude', upstream_model: 'claude-sonnet-4-5', priority });
+      const bedrockDeployment = (priority: number) => ({ provider: 'aws', upstream_model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', priority });
+      raw.catalog.push(chatCatalogEntry(CLAUDE, { deployments: [anthropicDeployment(0), bedrockDeployment(1)] }));
+      raw.catalog.push(chatCatalogEntry(BEDROCK_FIRST, { deployments: [bedrockDeployment(0), anthropicDeployment(1)] }));
+      raw.catalog.push(chatCatalogEntry(GEMINI_FIRST, { deployments: [{ provider: 'google', upstream_model: 'gemini-2.5-flash', priority: 0 }, anthropicDeployment(1)] }));
+    },
+    ready: (suite) => ({ fakes: { claude, bedrock, gemini }, gw, admin, db } = suite),
   });
 
   it('serves a Gemini 429 RESOURCE_EXHAUSTED from Anthropic, streamed, charged once', async () => {

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { startTestApp, TestApp } from './support/test-app';
+import { useGateway } from './support/chat-support';
 
 interface LedgerRow {
   kind: string;
@@ -10,16 +10,9 @@ interface LedgerRow {
 }
 
 describe('Exact money round trips', () => {
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
-
-  beforeAll(async () => {
-    gw = await startTestApp();
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(() => gw.close());
+  let admin: AdminClient, db: DataSource;
+  const suite = useGateway();
+  beforeAll(() => ({ admin, db } = suite));
 
   async function newAccount(): Promise<string> {
     return (await admin.request('POST', '/accounts', { name: 'money' })).body.id;

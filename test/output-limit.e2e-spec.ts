@@ -29,7 +29,7 @@ describe('output limits in the field the upstream takes (issue 31)', () => {
     it('the fake is as strict as OpenAI: max_tokens straight to it is refused with OpenAI\'s own body', async () => {
       const res = await fetch(`${fake.url}/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${fake.apiKey}` },
         body: JSON.stringify({ model: upstreamModelOf(REASONING), messages: hi, max_tokens: 10 }),
       });
       expect(res.status).toBe(400);

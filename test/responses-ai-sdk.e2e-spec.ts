@@ -11,12 +11,8 @@ const MODEL: PricedModel = { id: 'resp-vercel', input: 2, output: 80, maxOutput:
 /** The Vercel AI SDK's default OpenAI provider (`openai('model')`, no `.chat`) calls POST /v1/responses. */
 describe('the Vercel AI SDK against /v1/responses (issue 18)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: 'Hello from the fake upstream.', promptTokens: 14, completionTokens: 5 } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: 'Hello from the fake upstream.', promptTokens: 14, completionTokens: 5 };
-  });
 
   const modelFor = (key: string) => createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })(MODEL.id);
 

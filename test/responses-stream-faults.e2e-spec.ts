@@ -10,12 +10,8 @@ const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`);
 
 describe('POST /v1/responses streams: upstream failure and client abort (issue 18)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: WORDS.join(' '), promptTokens: 9, completionTokens: WORDS.length } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: WORDS.join(' '), promptTokens: 9, completionTokens: WORDS.length };
-  });
 
   it('ends a stream the upstream broke with an error event (chat\'s code) and response.failed, and charges nothing', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
-import { costMicros, moneyOf, PricedModel, sdk, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { expectOneCharge, costMicros, PricedModel, sdk, upstreamModelOf, useFakeGateway, waitForUsageRows } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { expectValidAgainst } from './support/openapi';
 import { expectValidStream, parseNamedEvents, postResponses } from './support/responses-support';
@@ -18,27 +18,12 @@ const WEATHER_CALL = { id: 'call_weather_1', name: 'get_weather', arguments: '{"
 
 describe('POST /v1/responses (issue 18)', () => {
   let fake: FakeUpstream, gw: TestApp, admin: AdminClient, db: DataSource;
-  const suite = useFakeGateway([MODEL]);
+  const suite = useFakeGateway([MODEL], { reply: { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 } });
   beforeAll(() => ({ fake, gw, admin, db } = suite));
-  beforeEach(() => {
-    fake.resetState();
-    fake.reply = { content: 'Thé quick brówn 狐 jumps🦊.', promptTokens: 11, completionTokens: 5 };
-  });
 
   /** The account's single charge equals usage × price, and its usage record says /v1/responses. */
-  async function expectCharged(accountId: string, promptTokens: number, completionTokens: number, streamed: boolean): Promise<void> {
-    const cost = costMicros(MODEL, promptTokens, completionTokens);
-    const money = await moneyOf(db, accountId);
-    expect(money).toMatchObject({ balance: 1_000_000n - cost, reserved: 0n, ledgerSum: 1_000_000n - cost, openHolds: 0 });
-    const rows = await waitForUsageRows(db, accountId, 1);
-    expect(rows).toEqual([
-      expect.objectContaining({
-        endpoint: '/v1/responses', model: MODEL.id, status: 200, error_code: null, streamed,
-        prompt_tokens: promptTokens, completion_tokens: completionTokens, cost_micros: String(cost),
-      }),
-    ]);
-    expect(money.charges).toEqual([{ amount: cost, requestId: rows[0].request_id }]);
-  }
+  const expectCharged = (accountId: string, promptTokens: number, completionTokens: number, streamed: boolean) =>
+    expectOneCharge(db, accountId, { cost: costMicros(MODEL, promptTokens, completionTokens), credits: 1_000_000n, row: { endpoint: '/v1/responses', model: MODEL.id, error_code: null, streamed, prompt_tokens: promptTokens, completion_tokens: completionTokens } });
 
   it('answers a string input with a Response (validated against the spec) and charges usage × price', async () => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '1' });

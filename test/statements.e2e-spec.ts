@@ -23,6 +23,18 @@ describe('statements', () => {
   };
   const admin = (path: string, accept?: string) => statement(`/admin/v1/accounts${path}`, { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, ...(accept && { accept }) });
 
+  /**
+   * The months the movements are pinned in, whatever the wall clock says (a run may cross a month's end): each
+   * ledger entry's time is set to one of them once written, and every statement names its period (`to` as a
+   * timestamp: a date-only `to` takes in that whole day).
+   */
+  const LAST_MONTH = { from: '2025-01-01T00:00:00Z', to: '2025-02-01T00:00:00Z', at: '2025-01-20T12:00:00Z' };
+  const THIS_MONTH = { from: '2025-02-01T00:00:00Z', to: '2025-03-01T00:00:00Z', at: '2025-02-10T12:00:00Z' };
+  const period = (month: typeof THIS_MONTH) => `from=${month.from}&to=${month.to}`;
+  /** Moves the account's ledger entries not pinned yet to `month`. */
+  const pinTo = (accountId: string, month: typeof THIS_MONTH) =>
+    suite.db.query(`UPDATE ledger_entries SET created_at = $2 WHERE account_id = $1 AND created_at > $3`, [accountId, month.at, THIS_MONTH.to]);
+
   /** Top-ups and charges last month and this month, a refused and a failed request: what the statement must show. */
   async function monthOfMovements() {
     const client = new AdminClient(suite.gw.url);
@@ -31,7 +43,7 @@ describe('statements', () => {
     expect((await postChat(suite.gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'a' }] })).status).toBe(200);
     await moneyOf(suite.db, accountId);
     // Those two movements happened last month.
-    await suite.db.query(`UPDATE ledger_entries SET created_at = date_trunc('month', now()) - interval '3 days' WHERE account_id = $1`, [accountId]);
+    await pinTo(accountId, LAST_MONTH);
     await client.addCredits(accountId, '1.5');
     fake.reply = { content: 'cached', promptTokens: 2000, completionTokens: 40, usageDetails: { prompt: { cached_tokens: 1200, cache_write_tokens: 500, cache_write_1h_tokens: 200 }, completion: { reasoning_tokens: 15 } } };
     expect((await postChat(suite.gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'b' }] })).status).toBe(200);
@@ -43,12 +55,13 @@ describe('statements', () => {
     expect((await postChat(suite.gw, key, { model: MODEL.id, messages: [{ role: 'user', content: 'd' }] })).status).toBe(502);
     await waitForUsageRows(suite.db, accountId, 5);
     const money = await moneyOf(suite.db, accountId);
+    await pinTo(accountId, THIS_MONTH);
     return { accountId, key, keyId, money };
   }
 
   it('reconciles a month to the µUSD in JSON: opening balance, top-ups and charges by class, closing balance = the balance', async () => {
     const { accountId, keyId, money } = await monthOfMovements();
-    const res = await admin(`/${accountId}/statement`);
+    const res = await admin(`/${accountId}/statement?${period(THIS_MONTH)}`);
     expect(res.status).toBe(200);
     expect(res.type).toMatch(/^application\/json/);
     const body = JSON.parse(res.text);
@@ -73,7 +86,7 @@ describe('statements', () => {
 
   it('answers the same statement as CSV (format=csv or Accept: text/csv), one row per movement between the balances', async () => {
     const { accountId, money } = await monthOfMovements();
-    for (const res of [await admin(`/${accountId}/statement?format=csv`), await admin(`/${accountId}/statement`, 'text/csv')]) {
+    for (const res of [await admin(`/${accountId}/statement?format=csv&${period(THIS_MONTH)}`), await admin(`/${accountId}/statement?${period(THIS_MONTH)}`, 'text/csv')]) {
       expect(res.status).toBe(200);
       expect(res.type).toMatch(/^text\/csv/);
       expect(res.disposition).toMatch(/^attachment; filename="statement-/);
@@ -95,18 +108,20 @@ describe('statements', () => {
   it('gives a key holder its own account only, for a period it chooses; bad periods and formats are 400', async () => {
     const { accountId, key, money } = await monthOfMovements();
     const other = await new AdminClient(suite.gw.url).createAccount({ creditsUsd: '7' });
-    const own = await statement('/v1/usage/statement', { authorization: `Bearer ${key}` });
+    await pinTo(other.accountId, THIS_MONTH);
+    const own = await statement(`/v1/usage/statement?${period(THIS_MONTH)}`, { authorization: `Bearer ${key}` });
     expect(own.status).toBe(200);
     const body = JSON.parse(own.text);
-    expect(body.account_id).toBe(accountId);
-    expect(BigInt(body.closing_balance_micros)).toBe(money.balance);
-    const theirs = JSON.parse((await statement('/v1/usage/statement', { authorization: `Bearer ${other.key}` })).text);
+    expect(body).toMatchObject({ account_id: accountId, movement_count: 3, closing_balance_micros: String(money.balance) });
+    const theirs = JSON.parse((await statement(`/v1/usage/statement?${period(THIS_MONTH)}`, { authorization: `Bearer ${other.key}` })).text);
     expect(theirs).toMatchObject({ account_id: other.accountId, opening_balance_micros: '0', closing_balance_micros: '7000000', movement_count: 1 });
+    // No period: the UTC month so far, which holds none of the pinned movements; it still closes at the balance.
+    const current = JSON.parse((await statement('/v1/usage/statement', { authorization: `Bearer ${key}` })).text);
+    const end = new Date(Date.parse(current.to) - 1);
+    expect(current.from).toBe(new Date(Date.UTC(end.getUTCFullYear(), end.getUTCMonth(), 1)).toISOString());
+    expect(current).toMatchObject({ account_id: accountId, movement_count: 0, opening_balance_micros: String(money.balance), closing_balance_micros: String(money.balance) });
     // Last month alone: its top-up and its charge, closing where this month opens.
-    const now = new Date();
-    const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 10);
-    const thisMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString().slice(0, 10);
-    const previous = JSON.parse((await statement(`/v1/usage/statement?from=${lastMonth}&to=${thisMonth}`, { authorization: `Bearer ${key}` })).text);
+    const previous = JSON.parse((await statement(`/v1/usage/statement?${period(LAST_MONTH)}`, { authorization: `Bearer ${key}` })).text);
     expect(previous.movements.map((m: any) => m.kind)).toEqual(['top_up', 'charge']);
     expect(previous.closing_balance_micros).toBe(body.opening_balance_micros);
     const bad = await statement('/v1/usage/statement?format=xml', { authorization: `Bearer ${key}` });
@@ -125,7 +140,8 @@ describe('statements', () => {
       [accountId],
     );
     await suite.db.query(`UPDATE accounts SET balance_micros = balance_micros + 1200 WHERE id = $1`, [accountId]);
-    const body = JSON.parse((await admin(`/${accountId}/statement`)).text);
+    await pinTo(accountId, THIS_MONTH);
+    const body = JSON.parse((await admin(`/${accountId}/statement?${period(THIS_MONTH)}`)).text);
     expect(body.movement_count).toBe(1201);
     expect(body.movements).toHaveLength(1201);
     expect(body.closing_balance_micros).toBe('1001200');

@@ -1,27 +1,21 @@
 import { DataSource } from 'typeorm';
 import { usdToMicros } from '../src/common/money';
 import { AdminClient } from './support/admin-client';
-import { moneyOf, postChat, sdk, usd, waitForUsageRows } from './support/chat-support';
-import { startTestApp, TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
+import { moneyOf, postChat, sdk, usd, waitForUsageRows, useGateway } from './support/chat-support';
+import { TEST_ADMIN_TOKEN, TestApp } from './support/test-app';
 
 const say = (content: string) => [{ role: 'user' as const, content }];
 
 describe('GET /v1/usage', () => {
-  let gw: TestApp;
-  let admin: AdminClient;
-  let db: DataSource;
+  let gw: TestApp, admin: AdminClient, db: DataSource;
+  const suite = useGateway();
+  beforeAll(() => ({ gw, admin, db } = suite));
 
   const ownUsage = async (key: string, query = '') => {
     const res = await fetch(`${gw.url}/v1/usage${query}`, { headers: { authorization: `Bearer ${key}` } });
     return { status: res.status, body: (await res.json()) as any };
   };
 
-  beforeAll(async () => {
-    gw = await startTestApp();
-    admin = new AdminClient(gw.url);
-    db = gw.app.get(DataSource);
-  });
-  afterAll(() => gw.close());
 
   it("returns the calling account's per-key and per-model totals, equal to the admin view and the ledger, and nothing of another account", async () => {
     const a = await admin.createAccount({ name: 'usage-a', creditsUsd: '1' });

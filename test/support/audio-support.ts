@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
+import { fakeOpenAiProvider } from './fake-upstream';
 import { RawConfig, TestApp } from './test-app';
 
 export const FAKE_STT = { id: 'fake-stt', upstream: 'upstream-whisper-large' };
@@ -22,7 +23,7 @@ export interface AudioProviderOptions {
 export function withFakeAudioProvider(baseUrl: string, options: AudioProviderOptions = {}) {
   const name = options.name ?? 'fake-audio';
   return (raw: RawConfig) => {
-    raw.providers[name] = { type: 'openai-compatible', base_url: baseUrl, timeouts: { connect_ms: 1000, request_ms: options.requestMs ?? 10_000 } };
+    raw.providers[name] = fakeOpenAiProvider(baseUrl, options.requestMs);
     for (const entry of raw.catalog) if (entry.kind === 'transcription') entry.active = false;
     raw.catalog.push({ id: FAKE_STT.id, kind: 'transcription', provider: name, upstream_model: FAKE_STT.upstream, active: true });
     raw.catalog.push({

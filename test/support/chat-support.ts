@@ -2,8 +2,8 @@ import OpenAI from 'openai';
 import { DataSource } from 'typeorm';
 import { classPriceFields, ClassPrices, ClassTokens, costMicrosByClass, holdMicrosOf } from './cost-oracle';
 import { AdminClient } from './admin-client';
-import { FakeUpstream, startFakeUpstream } from './fake-upstream';
-import { RawConfig, startTestApp, TestApp } from './test-app';
+import { fakeOpenAiProvider, FakeReply, FakeUpstream, startFakeUpstream } from './fake-upstream';
+import { RawConfig, startTestApp, TestApp, TestAppOptions } from './test-app';
 
 /** A chat model of the test catalog, served by a fake upstream. Prices in USD per million tokens. */
 export interface PricedModel extends ClassPrices {
@@ -21,6 +21,8 @@ export interface FakeProviderOptions {
   connectMs?: number;
   /** Chat burst limit; high by default so that only the burst tests meet it. */
   burst?: { requests: number; window_s: number };
+  /** The fake's reply in every test: before each, the fake is reset and given a copy of it. */
+  reply?: FakeReply;
 }
 
 /** The catalog's upstream_model for a test model: distinct from the id, to show the mapping. */
@@ -30,11 +32,7 @@ export const upstreamModelOf = (model: PricedModel) => `upstream-${model.id}`;
 export function withFakeProvider(baseUrl: string, models: PricedModel[], options: FakeProviderOptions = {}) {
   const name = options.name ?? 'fake';
   return (raw: RawConfig) => {
-    raw.providers[name] = {
-      type: 'openai-compatible',
-      base_url: baseUrl,
-      timeouts: { connect_ms: options.connectMs ?? 1000, request_ms: options.requestMs ?? 10_000 },
-    };
+    raw.providers[name] = { ...fakeOpenAiProvider(baseUrl, options.requestMs), timeouts: { connect_ms: options.connectMs ?? 1000, request_ms: options.requestMs ?? 10_000 } };
     for (const m of models) raw.catalog.push(chatCatalogEntry(m, { provider: name, upstream_model: upstreamModelOf(m) }));
     raw.limits.chat_burst = options.burst ?? { requests: 100_000, window_s: 1 };
   };
@@ -158,6 +156,20 @@ export async function waitForUsageRows(db: DataSource, accountId: string, count:
   }
 }
 
+/**
+ * The account's single charge is `cost` (balance = credits − cost = the ledger's sum, nothing held), and its one usage
+ * record (status 200, that cost) matches `row` and names that charge's request.
+ */
+export async function expectOneCharge(db: DataSource, accountId: string, expected: { cost: bigint; credits: bigint; row: Partial<Record<keyof UsageRow, unknown>> }): Promise<void> {
+  const { cost, credits } = expected;
+  const money = await moneyOf(db, accountId);
+  expect(money).toMatchObject({ balance: credits - cost, reserved: 0n, ledgerSum: credits - cost, openHolds: 0 });
+  expect(money.charges.map((c) => c.amount)).toEqual([cost]);
+  const rows = await waitForUsageRows(db, accountId, 1);
+  expect(rows).toEqual([expect.objectContaining({ status: 200, cost_micros: String(cost), ...expected.row })]);
+  expect(rows[0].request_id).toBe(money.charges[0].requestId);
+}
+
 /** POSTs a raw body to /v1/chat/completions (for what the SDK would refuse to send). */
 export function postChat(gw: Pick<TestApp, 'url'>, key: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return postJson(gw, key, '/v1/chat/completions', body, init);
@@ -192,6 +204,27 @@ export function parseSseData(text: string): string[] {
     .filter((data) => data.length > 0);
 }
 
+export interface GatewaySuite {
+  gw: TestApp;
+  admin: AdminClient;
+  db: DataSource;
+}
+
+/**
+ * Registers the hooks of a describe block that runs against one gateway started with `options` (by default the
+ * embedded config: dev-echo, local audio); the returned object is filled in by its beforeAll.
+ */
+export function useGateway(options: TestAppOptions = {}): GatewaySuite {
+  const suite = {} as GatewaySuite;
+  beforeAll(async () => {
+    suite.gw = await startTestApp(options);
+    suite.admin = new AdminClient(suite.gw.url);
+    suite.db = suite.gw.app.get(DataSource);
+  });
+  afterAll(() => suite.gw?.close());
+  return suite;
+}
+
 export interface FakeGatewaySuite {
   fake: FakeUpstream;
   gw: TestApp;
@@ -223,5 +256,13 @@ export function useGatewayWithFake(configFor: (fakeUrl: string) => ConfigEdit | 
 
 /** useGatewayWithFake for a gateway whose chat `models` are served by the fake upstream. */
 export function useFakeGateway(models: PricedModel[], options: FakeProviderOptions = {}): FakeGatewaySuite {
-  return useGatewayWithFake((url) => withFakeProvider(url, models, options));
+  const suite = useGatewayWithFake((url) => withFakeProvider(url, models, options));
+  const reply = options.reply;
+  if (reply) {
+    beforeEach(() => {
+      suite.fake.resetState();
+      suite.fake.reply = structuredClone(reply);
+    });
+  }
+  return suite;
 }

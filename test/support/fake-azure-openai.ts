@@ -1,5 +1,6 @@
-import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { FakeServer, parseBody, readAll, sendJson, sendRaw, write } from './fake-server';
+import { openAiRequestProblem } from './openai-request-check';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
@@ -99,11 +100,9 @@ export interface AzureRecordedRequest {
 }
 
 let fakesStarted = 0;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export class FakeAzureOpenAI {
-  /** e.g. http://127.0.0.1:41234: the resource endpoint, without /openai. */
-  url = '';
+export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailureMode> {
+  protected readonly label = 'fake azure openai';
   apiKey = 'azure-fake-key-0123456789abcdef';
   deployments: Record<string, AzureDeployment> = FakeAzureOpenAI.defaultDeployments();
   reply: AzureReply = FakeAzureOpenAI.defaultReply();
@@ -112,15 +111,9 @@ export class FakeAzureOpenAI {
   /** The categories `contentFilter` and `filteredAnswer` name as filtered, with their severities. */
   filteredCategories: Partial<Record<FilterCategory, string>> = { violence: 'medium' };
   retryAfterS: number | null = 6;
-  /** Good SSE events before `cutStream` strikes; null: half of the stream's events. */
-  faultAfterEvents: number | null = null;
-  failure: AzureFailureMode | null = null;
   sseFraming: SseFraming = 'random';
-  readonly requests: AzureRecordedRequest[] = [];
-  private readonly queued: AzureFailureMode[] = [];
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, 2000 + ++fakesStarted);
   private ids = 0;
-  private server!: Server;
 
   static defaultDeployments(): Record<string, AzureDeployment> {
     return {
@@ -135,43 +128,13 @@ export class FakeAzureOpenAI {
     return { content: 'Hello from the fake Azure OpenAI resource.', promptTokens: 14 };
   }
 
-  failNext(mode: AzureFailureMode, times = 1): void {
-    for (let i = 0; i < times; i++) this.queued.push(mode);
-  }
-
   resetState(): void {
-    this.requests.length = 0;
-    this.queued.length = 0;
-    this.failure = null;
+    super.resetState();
     this.deployments = FakeAzureOpenAI.defaultDeployments();
     this.reply = FakeAzureOpenAI.defaultReply();
     this.filteredCategories = { violence: 'medium' };
     this.retryAfterS = 6;
-    this.faultAfterEvents = null;
     this.sseFraming = 'random';
-  }
-
-  async waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!predicate()) {
-      if (Date.now() > deadline) throw new Error('fake azure openai: condition not met in time');
-      await sleep(10);
-    }
-  }
-
-  async start(port = 0): Promise<this> {
-    this.server = createServer((req, res) => {
-      this.handle(req, res).catch(() => res.destroy());
-    });
-    this.server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
   /** The usage block an answer of `completionTokens` carries, as Azure (OpenAI) reports it. */
@@ -186,7 +149,7 @@ export class FakeAzureOpenAI {
     };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readAll(req);
     const url = new URL(req.url ?? '/', 'http://fake');
     const match = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|audio\/transcriptions|audio\/speech)$/.exec(url.pathname);
@@ -202,17 +165,8 @@ export class FakeAzureOpenAI {
       aborted: false,
       finished: false,
     };
-    await parseInto(record, raw);
-    this.requests.push(record);
-    let destroyedByUs = false;
-    res.on('close', () => {
-      record.finished = res.writableFinished;
-      if (!res.writableFinished && !destroyedByUs) record.aborted = true;
-    });
-    const destroy = () => {
-      destroyedByUs = true;
-      req.socket.destroy();
-    };
+    Object.assign(record, await parseBody(String(req.headers['content-type'] ?? ''), raw));
+    const destroy = this.track(record, req, res);
 
     // Azure checks the key first, then the route and version, then the deployment.
     if (req.headers['api-key'] !== this.apiKey) return sendJson(res, 401, AZURE_UNAUTHORIZED);
@@ -228,9 +182,10 @@ export class FakeAzureOpenAI {
       });
     }
 
-    const mode = this.queued.shift() ?? this.failure;
+    const mode = this.nextMode(record.deployment ?? undefined);
     if (mode === 'hang') return;
     if (mode === 'reset') return destroy();
+    await this.gate.passed();
     if (mode === 'status500') return sendJson(res, 500, SERVER_ERROR);
     if (mode === 'status429') {
       if (this.retryAfterS !== null) res.setHeader('retry-after', String(this.retryAfterS));
@@ -250,6 +205,9 @@ export class FakeAzureOpenAI {
     const body = record.body;
     const problem = chatBodyProblem(body);
     if (problem) return sendJson(res, 400, { error: { message: problem.message, type: 'invalid_request_error', param: problem.param, code: null } });
+    // Past Azure's own first checks, the body is OpenAI's request (the same schema, the same refusals).
+    const refused = openAiRequestProblem('CreateChatCompletionRequest', body);
+    if (refused) return sendJson(res, 400, refused);
     if (mode === 'contentFilter') {
       return sendJson(res, 400, {
         error: {
@@ -362,45 +320,6 @@ function chatBodyProblem(body: any): { message: string; param: string | null } |
   const roleless = body.messages.findIndex((m: any) => !m || typeof m.role !== 'string');
   if (roleless >= 0) return { message: `'role' is a required property - 'messages.${roleless}'`, param: null };
   return null;
-}
-
-async function parseInto(record: AzureRecordedRequest, raw: Buffer): Promise<void> {
-  const contentType = String(record.headers['content-type'] ?? '');
-  if (contentType.startsWith('multipart/form-data')) {
-    const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData().catch(() => null);
-    for (const [name, value] of form ?? []) {
-      if (typeof value === 'string') record.fields[name] = value;
-      else record.file = { filename: value.name, type: value.type, size: value.size };
-    }
-    return;
-  }
-  try {
-    record.body = JSON.parse(raw.toString('utf8'));
-  } catch {
-    record.body = undefined;
-  }
-}
-
-function readAll(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-function write(res: ServerResponse, data: string | Buffer): Promise<boolean> {
-  return new Promise((resolve) => res.write(data, (err) => resolve(!err)));
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  sendRaw(res, status, 'application/json', JSON.stringify(body));
-}
-
-function sendRaw(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
 }
 
 export async function startFakeAzureOpenAI(port = 0): Promise<FakeAzureOpenAI> {

@@ -1,181 +1,43 @@
-import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { FakeServer, parseBody, pause, readAll, sendJson, sendRaw, serveAsProcess, sleep, write } from './fake-server';
+import { FailureMode, FakeReply, FakeTranscription, RATE_LIMIT_BODIES, RateLimitKind, REASONING_MAX_TOKENS_ERROR, RecordedRequest, SPEECH_CONTENT_TYPES, openAiUnauthorized } from './fake-openai-wire';
+import { OpenAiError, openAiRequestProblem, requestFields } from './openai-request-check';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
  * A fake OpenAI-compatible upstream over real HTTP on 127.0.0.1 (base URL `fake.url`, ending in /v1):
  * chat completions (JSON and SSE), transcriptions (multipart, verbose_json) and speech (streamed audio),
  * with failure modes, and a record of every request it received and whether its client gave up on it.
+ * OpenAI's bodies and types are in fake-openai-wire.ts, its request checks in openai-request-check.ts.
  */
 
-export type FailureMode =
-  | 'status4xx' // 400 with an OpenAI error body carrying `failureMessage`
-  | 'status500'
-  | 'status429' // 429 with OpenAI's body of the `rateLimit` kind, and `Retry-After: retryAfterS` when that is set
-  | 'malformedJson' // 200 with a body that does not parse
-  | 'reset' // the socket is destroyed before any answer
-  | 'hang' // never answers
-  | 'midStreamFailure' // part of the answer, then the socket is destroyed
-  | 'slowChunks' // a normal answer with `slowChunkDelayMs` between chunks
-  // Malformed streams (DESIGN.md section 9). "After N events" below is `faultAfterEvents`, or the mode's default.
-  | 'notSse' // 200 text/event-stream whose body is garbage lines with no `data:` line, then the end
-  | 'invalidJsonData' // a `data:` line that is not JSON after N events (default 0); the stream then goes on normally
-  | 'truncatedChunked' // N events (default 2), then the connection ends cleanly without the terminating chunk
-  | 'resetMidStream' // N events (default 2), then a TCP reset (RST); speech: half the audio, then a reset
-  | 'wrongContentType' // 200 text/html (an HTML page) for any request
-  | 'endlessLine'; // N events (default 0), then bytes with no newline until the client goes away (cap: `endlessLineMaxBytes`)
-
-/**
- * OpenAI's answer (400) to `max_tokens` sent to one of its reasoning models, word for word. Documented: "max_tokens
- * … is not compatible with o-series models" and max_completion_tokens replaces it
- * (https://platform.openai.com/docs/api-reference/chat/create#chat-create-max_tokens,
- * https://platform.openai.com/docs/guides/reasoning); the body as OpenAI sends it, quoted in client issues
- * (e.g. github.com/microsoft/vscode-copilot-release/issues/8065).
- */
-export const REASONING_MAX_TOKENS_ERROR = {
-  error: {
-    message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
-    type: 'invalid_request_error',
-    param: 'max_tokens',
-    code: 'unsupported_parameter',
-  },
-};
+export type { FailureMode, FakeReply, FakeTranscription, RateLimitKind, RecordedFile, RecordedRequest } from './fake-openai-wire';
+export { openAiUnauthorized, REASONING_MAX_TOKENS_ERROR } from './fake-openai-wire';
 
 /** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
 const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
 
-/**
- * OpenAI's 429 bodies (https://platform.openai.com/docs/guides/error-codes): a rate limit on requests or on tokens
- * (type `requests` / `tokens`, code `rate_limit_exceeded`), or a quota spent (type and code `insufficient_quota`:
- * the organisation's credits or spending limit, not a rate; retrying does not help).
- */
-export type RateLimitKind = 'requests' | 'tokens' | 'insufficient_quota';
-const RATE_LIMIT_BODIES: Record<RateLimitKind, { message: string; type: RateLimitKind; param: null; code: string }> = {
-  requests: {
-    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more.',
-    type: 'requests',
-    param: null,
-    code: 'rate_limit_exceeded',
-  },
-  tokens: {
-    message: 'Rate limit reached for gpt-4o-mini in organization org-fake on tokens per min (TPM): Limit 30000, Used 28000, Requested 3082. Please try again in 2.164s. Visit https://platform.openai.com/account/rate-limits to learn more.',
-    type: 'tokens',
-    param: null,
-    code: 'rate_limit_exceeded',
-  },
-  insufficient_quota: {
-    message: 'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
-    type: 'insufficient_quota',
-    param: null,
-    code: 'insufficient_quota',
-  },
-};
-
-/**
- * OpenAI's 401 bodies (https://platform.openai.com/docs/guides/error-codes, "401 - Incorrect API key provided"): a
- * wrong key is quoted back masked, its first characters and its last four kept, as OpenAI does.
- */
-export function openAiUnauthorized(sent: string | undefined): { error: { message: string; type: string; param: null; code: string | null } } {
-  if (!sent) {
-    const message = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the basic auth username and password if you're accessing the API from your browser. You can obtain an API key from https://platform.openai.com/account/api-keys.";
-    return { error: { message, type: 'invalid_request_error', param: null, code: null } };
-  }
-  const masked = `${sent.slice(0, 8)}${'*'.repeat(Math.max(0, sent.length - 12))}${sent.slice(-4)}`;
-  const message = `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`;
-  return { error: { message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } };
-}
-
-export interface FakeReply {
-  content: string;
-  promptTokens: number;
-  completionTokens: number;
-  /** Function calls instead of text (finish_reason tool_calls); streamed as a name delta, then the arguments in `argumentPieces` pieces. */
-  toolCalls?: { id: string; name: string; arguments: string }[];
-  /** How many deltas a streamed tool call's arguments come in (default 2). */
-  argumentPieces?: number;
-  /**
-   * The usage block's details, in JSON answers and in the stream's usage chunk: OpenAI's
-   * `prompt_tokens_details` ({cached_tokens: 0, audio_tokens: 0}) and `completion_tokens_details`
-   * ({reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0}), each
-   * given field over those zeros and sent as given (OpenRouter's `cache_write_tokens`; strings, negative
-   * numbers, subtotals over their total; `undefined` leaves a field out). Unset: the totals only.
-   */
-  usageDetails?: { prompt?: Record<string, unknown>; completion?: Record<string, unknown> };
-  /** No usage at all: none in a JSON answer, no usage chunk in a stream (the gateway then counts the tokens itself). */
-  omitUsage?: boolean;
-  /** The content is a refusal (the `refusal` field, content null); streamed word by word as refusal deltas. */
-  refusal?: boolean;
-  /** vLLM's `choices[].stop_reason` beside finish_reason "stop": the stop string that ended the answer. */
-  stopReason?: string;
-}
-
-export interface RecordedFile {
-  filename: string;
-  type: string;
-  size: number;
-}
-
-export interface RecordedRequest {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  /** Parsed JSON body (chat, speech); undefined for multipart or unparseable bodies. */
-  body: any;
-  /** Multipart text fields (transcriptions). */
-  fields: Record<string, string>;
-  file?: RecordedFile;
-  /** The client closed the connection before the answer was complete. */
-  aborted: boolean;
-  /** The whole answer was written. */
-  finished: boolean;
-}
-
-export interface FakeTranscription {
-  text: string;
-  language: string;
-  duration: number;
-  segments: Record<string, unknown>[];
-}
-
-const SPEECH_CONTENT_TYPES: Record<string, string> = {
-  mp3: 'audio/mpeg',
-  opus: 'audio/opus',
-  aac: 'audio/aac',
-  flac: 'audio/flac',
-  wav: 'audio/wav',
-  pcm: 'audio/pcm',
-};
-
 /** Fakes started in this test file so far: fake k's framings are seeded from (SSE_BASE_SEED, k). */
 let fakesStarted = 0;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The key the fake OpenAI wants by default, and the variable the tests' provider configs name for it. */
+export const FAKE_OPENAI_KEY = 'sk-fake-openai-0123456789abcdefghij';
+export const FAKE_OPENAI_KEY_ENV = 'FAKE_OPENAI_TEST_KEY';
+process.env[FAKE_OPENAI_KEY_ENV] ??= FAKE_OPENAI_KEY;
 
-/** A pause between chunks that ends early when the client goes away, so that no timer outlives a closed answer. */
-function pause(res: ServerResponse, ms: number): Promise<void> {
-  if (res.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      res.off('close', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    res.once('close', done);
-  });
+/** The gateway's provider config for a fake OpenAI at `baseUrl`: openai-compatible, its key from FAKE_OPENAI_KEY_ENV. */
+export function fakeOpenAiProvider(baseUrl: string, requestMs = 10_000): Record<string, unknown> {
+  return { type: 'openai-compatible', base_url: baseUrl, api_key_env: FAKE_OPENAI_KEY_ENV, timeouts: { connect_ms: 1000, request_ms: requestMs } };
 }
 
-export class FakeUpstream {
-  /** e.g. http://127.0.0.1:41234/v1 */
-  url = '';
+export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
+  protected readonly label = 'fake upstream';
+  protected readonly urlPath = '/v1';
   reply: FakeReply = FakeUpstream.defaultReply();
   transcription: FakeTranscription = FakeUpstream.defaultTranscription();
   speechAudio: Buffer = Buffer.from('ID3fake-audio-bytes-'.repeat(64));
-  /** Waited before the answer starts (makes concurrent requests overlap). */
-  responseDelayMs = 0;
-  /** Waited between SSE chunks and between audio chunks. */
-  chunkDelayMs = 0;
   slowChunkDelayMs = 1000;
   failureMessage = 'The fake upstream rejected this request.';
   /** Seconds sent as Retry-After by `status429` (none when null). */
@@ -183,30 +45,19 @@ export class FakeUpstream {
   /** Which of OpenAI's 429 bodies `status429` sends. */
   rateLimit: RateLimitKind = 'requests';
   /** The only key accepted (`Authorization: Bearer`), else OpenAI's 401 (openAiUnauthorized); null: any key, or none. */
-  apiKey: string | null = null;
-  /** Good SSE events before a malformed stream's fault; null: the mode's default (see FailureMode). */
-  faultAfterEvents: number | null = null;
+  apiKey: string | null = FAKE_OPENAI_KEY;
   /** `endlessLine` stops (and ends the socket) after this many bytes if its client never gives up. */
   endlessLineMaxBytes = 256 * 1024 * 1024;
   /** Bytes of the endless line written so far (all requests since the last resetState). */
   endlessBytesSent = 0;
-  /** A mode applied to every request until cleared; `failNext` takes precedence. */
-  failure: FailureMode | null = null;
-  /** A mode for every request whose JSON body names this (upstream) model: faults that concurrent requests do not share. */
-  failureByModel: Record<string, FailureMode> = {};
   /**
    * Upstream models that behave as OpenAI's reasoning models (o-series, GPT-5 family) do with the output limit:
    * a chat request carrying `max_tokens` gets OpenAI's 400 (REASONING_MAX_TOKENS_ERROR); `max_completion_tokens` is served.
    */
   reasoningModels = new Set<string>();
-  readonly requests: RecordedRequest[] = [];
   /** How SSE answers are cut into writes (test/support/sse-framing.ts): random by default; `exact` for a test that needs one write per event. */
   sseFraming: SseFraming = 'random';
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, ++fakesStarted);
-  /** TCP connections accepted so far (a keep-alive client reuses its connections). */
-  connectionsOpened = 0;
-  private readonly queued: FailureMode[] = [];
-  private server!: Server;
 
   static defaultReply(): FakeReply {
     return { content: 'Hello from the fake upstream.', promptTokens: 12, completionTokens: 5 };
@@ -221,83 +72,38 @@ export class FakeUpstream {
     };
   }
 
-  /** The next `times` requests fail with `mode`, then normal answers resume. */
-  failNext(mode: FailureMode, times = 1): void {
-    for (let i = 0; i < times; i++) this.queued.push(mode);
-  }
-
   /** Back to normal answers and default replies, with an empty record. */
   resetState(): void {
-    this.requests.length = 0;
-    this.queued.length = 0;
-    this.failure = null;
-    this.failureByModel = {};
+    super.resetState();
     this.reasoningModels.clear();
     this.reply = FakeUpstream.defaultReply();
     this.transcription = FakeUpstream.defaultTranscription();
-    this.responseDelayMs = 0;
-    this.chunkDelayMs = 0;
-    this.faultAfterEvents = null;
     this.endlessBytesSent = 0;
     this.failureMessage = 'The fake upstream rejected this request.';
     this.retryAfterS = null;
     this.rateLimit = 'requests';
-    this.apiKey = null;
+    this.apiKey = FAKE_OPENAI_KEY;
     this.sseFraming = 'random';
   }
 
-  aborted(): RecordedRequest[] {
-    return this.requests.filter((r) => r.aborted);
-  }
-
-  /** Resolves once `predicate` holds (polled), or throws after `timeoutMs`. */
-  async waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!predicate()) {
-      if (Date.now() > deadline) throw new Error('fake upstream: condition not met in time');
-      await sleep(10);
-    }
-  }
-
-  async start(port = 0): Promise<this> {
-    this.server = createServer((req, res) => {
-      this.handle(req, res).catch(() => res.destroy());
-    });
-    this.server.keepAliveTimeout = 60_000;
-    this.server.on('connection', () => this.connectionsOpened++);
-    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
-    return this;
-  }
-
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readAll(req);
-    if (req.url?.startsWith('/_fake/')) return this.control(req.url, raw, res);
+    if (req.url?.startsWith('/_fake/')) return this.control(req.url, raw.toString('utf8'), res);
     const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: undefined, fields: {}, aborted: false, finished: false };
-    await this.parseInto(record, raw);
-    this.requests.push(record);
-    let destroyedByUs = false;
-    res.on('close', () => {
-      record.finished = res.writableFinished;
-      if (!res.writableFinished && !destroyedByUs) record.aborted = true;
-    });
-    const destroy = () => {
-      destroyedByUs = true;
-      req.socket.destroy();
-    };
+    Object.assign(record, await parseBody(String(req.headers['content-type'] ?? ''), raw));
+    const breakOff = this.track(record, req, res);
+    const destroy = () => breakOff();
 
-    const mode = this.failureByModel[String(record.body?.model)] ?? this.queued.shift() ?? this.failure;
+    const mode = this.nextMode(String(record.body?.model));
     if (mode === 'hang') return;
     if (mode === 'reset') return destroy();
+    await this.gate.passed();
     if (this.responseDelayMs) await sleep(this.responseDelayMs);
     if (res.destroyed) return;
     const bearer = /^Bearer (.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
     if (this.apiKey !== null && bearer !== this.apiKey) return sendJson(res, 401, openAiUnauthorized(bearer));
+    const refused = requestProblem(req.method, record);
+    if (refused) return sendJson(res, 400, refused);
     if (mode === 'status4xx') {
       return sendJson(res, 400, { error: { message: this.failureMessage, type: 'invalid_request_error', param: null, code: 'fake_rejection' } });
     }
@@ -314,38 +120,13 @@ export class FakeUpstream {
     if (mode === 'wrongContentType') {
       return sendRaw(res, 200, 'text/html; charset=utf-8', '<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>\n');
     }
-    const reset = () => {
-      destroyedByUs = true;
-      req.socket.resetAndDestroy();
-    };
-    // Ends the TCP connection once what was written is flushed, without the chunked body's terminating chunk.
-    const truncate = () => {
-      destroyedByUs = true;
-      req.socket.end();
-    };
-    const ctx: AnswerContext = { res, mode, destroy, reset, truncate, delay: mode === 'slowChunks' ? this.slowChunkDelayMs : this.chunkDelayMs };
+    // truncate: ends the TCP connection once what was written is flushed, without the chunked body's terminating chunk.
+    const ctx: AnswerContext = { res, mode, destroy, reset: () => breakOff('reset'), truncate: () => breakOff('end'), delay: mode === 'slowChunks' ? this.slowChunkDelayMs : this.chunkDelayMs };
 
     if (req.method === 'POST' && record.path === '/v1/chat/completions' && record.body) return this.answerChat(record.body, ctx);
     if (req.method === 'POST' && record.path === '/v1/audio/transcriptions') return this.answerTranscription(record, ctx);
     if (req.method === 'POST' && record.path === '/v1/audio/speech' && record.body) return this.answerSpeech(record.body, ctx);
     sendJson(res, 404, { error: { message: `fake upstream: no route ${req.method} ${record.path}`, type: 'invalid_request_error', param: null, code: null } });
-  }
-
-  private async parseInto(record: RecordedRequest, raw: Buffer): Promise<void> {
-    const contentType = String(record.headers['content-type'] ?? '');
-    if (contentType.startsWith('multipart/form-data')) {
-      const form = await new Response(raw, { headers: { 'content-type': contentType } }).formData().catch(() => null);
-      for (const [name, value] of form ?? []) {
-        if (typeof value === 'string') record.fields[name] = value;
-        else record.file = { filename: value.name, type: value.type, size: value.size };
-      }
-      return;
-    }
-    try {
-      record.body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      record.body = undefined;
-    }
   }
 
   private async answerChat(body: any, ctx: AnswerContext): Promise<void> {
@@ -539,27 +320,15 @@ export class FakeUpstream {
     if (!res.destroyed) res.socket?.end();
   }
 
-  /**
-   * Control over HTTP, for a fake run as its own process (`npx ts-node test/support/fake-upstream.ts`):
-   * POST /_fake/fail-next {"mode", "times"?}, POST /_fake/failure {"mode": null | mode},
-   * POST /_fake/fault-after {"events": n | null}, POST /_fake/reasoning-models {"models": [...]}, POST /_fake/reset,
-   * GET /_fake/requests.
-   */
-  private control(url: string, raw: Buffer, res: ServerResponse): void {
-    let body: { mode?: FailureMode | null; times?: number; events?: number | null; models?: string[] } = {};
-    try {
-      body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
-    } catch {
-      return sendJson(res, 400, { error: 'body is not JSON' });
-    }
-    if (url === '/_fake/fail-next' && body.mode) this.failNext(body.mode, body.times ?? 1);
-    else if (url === '/_fake/failure') this.failure = body.mode ?? null;
-    else if (url === '/_fake/fault-after') this.faultAfterEvents = body.events ?? null;
-    else if (url === '/_fake/reasoning-models') this.reasoningModels = new Set(body.models ?? []);
-    else if (url === '/_fake/reset') this.resetState();
-    else if (url === '/_fake/requests') return sendJson(res, 200, { requests: this.requests.map(({ headers: _h, ...rest }) => rest), endlessBytesSent: this.endlessBytesSent });
-    else return sendJson(res, 404, { error: `fake upstream: no control ${url}` });
-    sendJson(res, 200, { ok: true });
+  /** POST /_fake/reasoning-models {"models": [...]}, beside the scaffold's control routes (fake-server.ts). */
+  protected controlMore(path: string, body: { models?: string[] }): boolean {
+    if (path !== '/_fake/reasoning-models') return false;
+    this.reasoningModels = new Set(body.models ?? []);
+    return true;
+  }
+
+  protected recordForControl(): unknown {
+    return { requests: this.requests.map(({ headers: _h, ...rest }) => rest), endlessBytesSent: this.endlessBytesSent };
   }
 }
 
@@ -572,6 +341,20 @@ interface AnswerContext {
   /** The connection ends cleanly where the answer stands (no terminating chunk). */
   truncate(): void;
   delay: number;
+}
+
+/**
+ * What OpenAI refuses of a request's body (openai-request-check.ts): a chat or speech body checked against its schema in
+ * ../shared/openai-openapi.yaml; a transcription's multipart fields (strings all) only for names the schema does not know.
+ */
+function requestProblem(method: string | undefined, record: RecordedRequest): OpenAiError | null {
+  if (method !== 'POST') return null;
+  const body = record.body !== null && typeof record.body === 'object' && !Array.isArray(record.body) ? record.body : null;
+  if (record.path === '/v1/chat/completions' && body) return openAiRequestProblem('CreateChatCompletionRequest', body);
+  if (record.path === '/v1/audio/speech' && body) return openAiRequestProblem('CreateSpeechRequest', body);
+  if (record.path !== '/v1/audio/transcriptions') return null;
+  const unknown = Object.keys(record.fields).find((name) => !requestFields('CreateTranscriptionRequest').has(name.replace(/\[\]$/, '')));
+  return unknown === undefined ? null : { error: { message: `Unrecognized request argument supplied: ${unknown}`, type: 'invalid_request_error', param: null, code: null } };
 }
 
 export async function startFakeUpstream(port = 0): Promise<FakeUpstream> {
@@ -587,37 +370,6 @@ export async function unusedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${port}/v1`;
 }
 
-function readAll(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-/**
- * Resolves once the data is handed to the socket, so that a later destroy cannot discard it; false if the
- * write failed (the client went away).
- */
-function write(res: ServerResponse, data: string | Buffer): Promise<boolean> {
-  return new Promise((resolve) => res.write(data, (err) => resolve(!err)));
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  sendRaw(res, status, 'application/json', JSON.stringify(body));
-}
-
-function sendRaw(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
 // As its own process: `FAKE_UPSTREAM_PORT=0 npx ts-node test/support/fake-upstream.ts` prints its base URL on stdout
 // and is steered with the /_fake/ control routes.
-if (require.main === module) {
-  startFakeUpstream(Number(process.env.FAKE_UPSTREAM_PORT ?? 0)).then((fake) => {
-    process.stdout.write(`${fake.url}\n`);
-    process.on('SIGTERM', () => void fake.close().then(() => process.exit(0)));
-  });
-}
+serveAsProcess(module, startFakeUpstream, 'FAKE_UPSTREAM_PORT');

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { parse, stringify } from 'yaml';
 import { AdminClient } from './admin-client';
 import { classPriceFields } from './cost-oracle';
-import { FakeUpstream, startFakeUpstream } from './fake-upstream';
+import { FAKE_OPENAI_KEY, FAKE_OPENAI_KEY_ENV, fakeOpenAiProvider, FakeUpstream, startFakeUpstream } from './fake-upstream';
 import { GatewayProcess } from './fault-gateway';
 import { BROKEN_MODEL, FAULT_MODEL, FaultModel } from './fault-models';
 import { stopAllLoads } from './fault-requests';
@@ -59,6 +59,7 @@ export class FaultCluster {
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       GATEWAY_CONFIG: configPath,
       LOG_LEVEL: 'warn',
+      [FAKE_OPENAI_KEY_ENV]: FAKE_OPENAI_KEY,
     };
     // The first replica applies the migrations; the others start once the schema is there.
     const names = Array.from({ length: options.replicas }, (_, i) => `replica-${i + 1}`);
@@ -115,7 +116,7 @@ export class FaultCluster {
 
   private config(options: FaultClusterOptions): RawConfig {
     const raw: RawConfig = parse(readFileSync(resolve(__dirname, '../../config/gateway.yaml'), 'utf8'));
-    const provider = (baseUrl: string) => ({ type: 'openai-compatible', base_url: baseUrl, timeouts: { connect_ms: 1000, request_ms: 10_000 } });
+    const provider = (baseUrl: string) => fakeOpenAiProvider(baseUrl);
     const chatModel = (model: FaultModel, providerName: string) => ({
       id: model.id,
       kind: 'chat',

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 
-const SPEC_PATH = join(__dirname, '../fixtures/openai-openapi.yaml');
+export const SPEC_PATH = join(__dirname, '../fixtures/openai-openapi.yaml');
 let ajv: Ajv2020 | null = null;
 const compiled = new Map<string, ValidateFunction>();
 
@@ -22,7 +22,7 @@ function load(): Ajv2020 {
  * The document mixes OpenAPI 3.0's `nullable` into 3.1 schemas (beside `$ref`/`oneOf` without a `type`,
  * or beside an `enum` that lacks null), which Ajv refuses or misreads; it is rewritten to its meaning.
  */
-function normalizeNullable(node: any): any {
+export function normalizeNullable(node: any): any {
   if (Array.isArray(node)) return node.map(normalizeNullable);
   if (!node || typeof node !== 'object') return node;
   const out: Record<string, any> = {};

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { FAKE_OPENAI_KEY, FAKE_OPENAI_KEY_ENV } from './fake-upstream';
 import { GatewayProcess } from './fault-gateway';
 import { defaultRawConfig, RawConfig, TEST_ADMIN_TOKEN, testDatabaseUrl } from './test-app';
 
@@ -39,6 +40,8 @@ export async function startOwnGateway(options: OwnGatewayOptions = {}): Promise<
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     GATEWAY_CONFIG: join(dir, 'gateway.yaml'),
     LOG_LEVEL: options.logLevel ?? 'warn',
+    // The key the tests' configs of the fake OpenAI name (fakeOpenAiProvider).
+    [FAKE_OPENAI_KEY_ENV]: FAKE_OPENAI_KEY,
   };
   if (options.redisUrl) env.REDIS_URL = options.redisUrl;
   Object.assign(env, options.env);

@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
 import { freePort } from './free-port';
@@ -27,6 +27,7 @@ export interface OwnRedis {
 }
 
 export async function startOwnRedis(): Promise<OwnRedis> {
+  if (!redisServerInstalled()) throw new Error('redis-server is not installed (Debian package redis-server): this test starts one of its own');
   const port = await freePort();
   let child: ChildProcess | null = null;
 
@@ -72,6 +73,44 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       process.off('exit', killOnExit);
       await kill();
     },
+  };
+}
+
+/** Whether a `redis-server` binary runs here (Debian's package `redis-server`; .ci/run installs it). */
+export function redisServerInstalled(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** A Redis that a test talks to (and does not break). */
+export interface TestRedis {
+  url: string;
+  /** Stops the server if it is the test's own; leaves a REDIS_URL server alone. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The Redis of a spec that needs one to talk to: a redis-server of its own when the binary is installed
+ * (nothing shared with other runs, nothing left behind, no Redis need be running), else the server that
+ * REDIS_URL names (keys unique to the test). With neither, `skip` holds the reason, already printed in one
+ * line naming the spec: the caller skips its Redis tests with it (`(redis.skip ? it.skip : it)(…)`).
+ */
+export function redisForTests(spec: string): { skip: string | null; start(): Promise<TestRedis> } {
+  const url = process.env.REDIS_URL;
+  if (redisServerInstalled()) {
+    return {
+      skip: null,
+      start: async () => {
+        const own = await startOwnRedis();
+        return { url: own.url, stop: () => own.stop() };
+      },
+    };
+  }
+  if (url) return { skip: null, start: async () => ({ url, stop: async () => undefined }) };
+  const skip = "no redis-server binary on PATH and no REDIS_URL (install Debian's redis-server or set REDIS_URL)";
+  console.warn(`${spec}: Redis tests SKIPPED: ${skip}`);
+  return {
+    skip,
+    start: () => Promise.reject(new Error(`${spec}: ${skip}`)),
   };
 }
 
