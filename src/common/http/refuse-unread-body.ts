@@ -29,7 +29,7 @@ const discarding = new WeakSet<Socket>();
  * the client's bytes unread in the socket, and the kernel answers those with a reset: the client's write
  * fails with EPIPE or ECONNRESET, often before it has read the answer (DESIGN.md 12.3).
  * At most `maxBytes` more are read, with no silence longer than `idleMs`; past either the connection is
- * destroyed. Node's request timeout (limits.request_timeout_ms) still bounds the whole body, and its
+ * closed (closeAnswered). Node's request timeout (limits.request_timeout_ms) still bounds the whole body, and its
  * keep-alive timeout any silence once the answer is out. A body read to its end leaves a connection that
  * serves the next request, or closes it if the client asked for that. Call it before the answer is written.
  */
@@ -40,12 +40,33 @@ export function discardUnreadBody(req: IncomingMessage, res: ServerResponse, max
   if (!res.shouldKeepAlive) closeOnceBodyRead(req, socket);
   // A reader that stopped midway (the upload's form after a parse error) lets go of the body.
   req.unpipe();
-  const watch = new BodyWatch(req, maxBytes, idleMs, () => socket.destroy());
+  const watch = new BodyWatch(req, maxBytes, idleMs, () => closeAnswered(req, socket));
   req.once('end', () => {
     watch.end();
     discarding.delete(socket);
   });
   req.resume();
+}
+
+/**
+ * How long a connection given up on (past the discard's bytes or its silence) stays open, unread, after its
+ * FIN: the time the client has to read the answer before the reset that closing with unread bytes sends.
+ */
+const LINGER_MS = 2000;
+
+/**
+ * Closes a connection whose answer is out but whose body is still coming: reading stops, the FIN follows the
+ * answer, and the socket is destroyed only LINGER_MS later. Destroyed at once, with the client's bytes unread
+ * in its buffers, the kernel would answer with a reset, and a reset makes the client's kernel drop the answer
+ * it holds unread: the client would see ECONNRESET instead of the error object.
+ */
+function closeAnswered(req: IncomingMessage, socket: Socket): void {
+  req.pause();
+  socket.pause();
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**
