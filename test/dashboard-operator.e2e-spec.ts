@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Browser, Page } from 'playwright-core';
-import { postChat, sdk, useFakeGateway, waitForUsageRows } from './support/chat-support';
+import { postChat, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
 import { axisTicks, launchChromium, openReport, pageOverflow, screenshot, tableFits } from './support/dashboard-browser';
 import { TEST_ADMIN_TOKEN } from './support/test-app';
@@ -22,7 +22,11 @@ interface StatusCount {
  * requests than one page of "Latest requests".
  */
 describe('dashboard for operators (browser)', () => {
-  const suite = useFakeGateway([FAKE, BROKEN]);
+  // FAKE prices OpenAI's priority tier (docs/configuration.md, "Price variants and server-tool fees").
+  const suite = useGatewayWithFake((url) => (raw) => {
+    withFakeProvider(url, [FAKE, BROKEN])(raw);
+    raw.catalog.find((m: { id: string }) => m.id === FAKE.id).price_variants = [{ when: { service_tier: ['priority', 'fast'] }, multiplier: 2 }];
+  });
   let browser: Browser;
   let accountId: string;
   let liveKeyId: string;
@@ -51,9 +55,12 @@ describe('dashboard for operators (browser)', () => {
     for (let i = 0; i < 2; i++) {
       await expect(sdk(gw, live.key).chat.completions.create({ model: BROKEN.id, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 502 });
     }
-    // These three report token classes (issue 23): 8 of their 12 prompt tokens cached, 2 of 5 reasoning, 1 audio.
+    // These three report token classes (issue 23): 8 of their 12 prompt tokens cached, 2 of 5 reasoning, 1 audio; at
+    // the priority tier (issue 45).
     fake.reply = { ...FakeUpstream.defaultReply(), usageDetails: { prompt: { cached_tokens: 8 }, completion: { reasoning_tokens: 2, audio_tokens: 1 } } };
-    for (let i = 0; i < 3; i++) await sdk(gw, other.key).chat.completions.create({ model: FAKE.id, messages: [{ role: 'user', content: 'y' }] });
+    for (let i = 0; i < 3; i++) {
+      await sdk(gw, other.key).chat.completions.create({ model: FAKE.id, messages: [{ role: 'user', content: 'y'.repeat(40) }], service_tier: 'priority' });
+    }
     await sdk(gw, live.key).audio.speech.create({ model: 'local-tts', input: 'Hi.', voice: 'en-us' as any, response_format: 'wav' });
     await expect(sdk(gw, live.key).audio.speech.create({ model: 'local-tts', input: 'Hi.', voice: 'no-such-voice' as any })).rejects.toMatchObject({ status: 400 });
     await waitForUsageRows(db, accountId, 57);
@@ -181,6 +188,11 @@ describe('dashboard for operators (browser)', () => {
     const usage = page.locator(`#latest tr[data-request-id="${classed.request_id}"] [data-col=usage]`);
     expect(await usage.locator('.token-classes').textContent()).toBe('8 cached · 2 reasoning · 1 audio out');
     expect(await page.locator(`#latest tr[data-request-id="${sdkRequestId}"] .token-classes`).count()).toBe(0);
+    // They ran at the priority tier, which the cost says under its amount (issue 45); a flat-priced request says nothing.
+    const cost = page.locator(`#latest tr[data-request-id="${classed.request_id}"] [data-col=cost_usd]`);
+    expect(await cost.locator('.priced-as').textContent()).toBe('service tier priority/fast');
+    expect(await cost.locator('[data-col=cost]').textContent()).toBe('0.000044');
+    expect(await page.locator(`#latest tr[data-request-id="${sdkRequestId}"] .priced-as`).count()).toBe(0);
     await context.close();
   });
 

@@ -53,6 +53,7 @@ describe('fake Anthropic upstream (self-check with @anthropic-ai/sdk)', () => {
       cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
       output_tokens: output,
       service_tier: 'standard',
+      inference_geo: 'not_available',
     });
     const [seen] = fake.requests;
     expect(seen).toMatchObject({ method: 'POST', path: '/v1/messages', body: toolRequest });

@@ -102,6 +102,30 @@ describe('fake Azure OpenAI (self-check with the openai package\'s AzureOpenAI c
     expect((wrongType as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ param: 'max_tokens', code: 'invalid_type', message: "Invalid type for 'max_tokens': expected an integer, but got a string instead." });
   });
 
+  it('reports service_tier only when one was asked (priority processing): priority unless downgraded, default for the others', async () => {
+    const azure = client({ apiVersion: '2025-10-01-preview' });
+    const messages = [{ role: 'user' as const, content: 'Hi' }];
+    const served = async (extra: Record<string, unknown>) => ((await azure.chat.completions.create({ model: 'x', messages, ...extra } as never)) as OpenAI.ChatCompletion).service_tier;
+    expect(await served({})).toBeUndefined();
+    expect([await served({ service_tier: 'priority' }), await served({ service_tier: 'auto' }), await served({ service_tier: 'flex' })]).toEqual(['priority', 'default', 'default']);
+    const streamed = async () => {
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      for await (const chunk of await azure.chat.completions.create({ model: 'x', messages, stream: true, service_tier: 'priority' })) chunks.push(chunk);
+      // The first chunk is Azure's prompt filter results alone, built apart from the answer's chunks.
+      expect(chunks[0].service_tier).toBeUndefined();
+      return [...new Set(chunks.slice(1).map((c) => c.service_tier))];
+    };
+    expect(await streamed()).toEqual(['priority']);
+    fake.downgradePriority = true;
+    expect(await served({ service_tier: 'priority' })).toBe('default');
+    expect(await streamed()).toEqual(['default']);
+    expect(fake.requests.map((r) => r.query.get('api-version'))).toEqual(fake.requests.map(() => '2025-10-01-preview'));
+
+    const refused = await azure.chat.completions.create({ model: 'x', messages, service_tier: 'scale' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ param: 'service_tier', code: 'invalid_value', message: expect.stringContaining("Invalid value: 'scale'.") });
+  });
+
   it('answers 404 Resource not found without api-version, and 429 with retry-after', async () => {
     const noVersion = await fetch(`${fake.url}/openai/deployments/gpt-4o-prod/chat/completions`, {
       method: 'POST',

@@ -1,5 +1,9 @@
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ConverseStreamOutput, ServiceTierType } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { BedrockProviderConfig, CatalogEntry } from '../src/config/gateway-config.schema';
+import { BedrockProvider } from '../src/providers/bedrock/bedrock.provider';
+import { ChatChunk, PRICE_FACTS } from '../src/providers/chat-contract';
+import type { ChatRequestBody } from '../src/providers/upstream-provider';
 import { fakeTokenCount } from './support/fake-tokens';
 import { FakeBedrock } from './support/fake-bedrock';
 
@@ -76,6 +80,56 @@ describe('FakeBedrock (with the official AWS SDK)', () => {
     expect(first.usage).toMatchObject({ inputTokens: fakeTokenCount('Say hi.'), cacheWriteInputTokens: system, cacheReadInputTokens: 0 });
     const second = await client().send(request());
     expect(second.usage).toMatchObject({ inputTokens: fakeTokenCount('Say hi.'), cacheWriteInputTokens: 0, cacheReadInputTokens: system });
+  });
+
+  it('serves the serviceTier asked and reports it in the Converse answer and the stream\'s metadata event (default when none was asked)', async () => {
+    const messages = [{ role: 'user' as const, content: [{ text: 'Hi' }] }];
+    const converse = async (type?: ServiceTierType) => (await client().send(new ConverseCommand({ modelId: MODEL, messages, ...(type && { serviceTier: { type } }) }))).serviceTier;
+    expect([await converse(), await converse('priority'), await converse('flex'), await converse('default')]).toEqual([{ type: 'default' }, { type: 'priority' }, { type: 'flex' }, { type: 'default' }]);
+    expect(fake.requests.map((r) => r.body.serviceTier)).toEqual([undefined, { type: 'priority' }, { type: 'flex' }, { type: 'default' }]);
+    const output = await client().send(new ConverseStreamCommand({ modelId: MODEL, messages, serviceTier: { type: 'priority' } }));
+    const events = await collect(output.stream);
+    expect(events.at(-1)?.metadata?.serviceTier).toEqual({ type: 'priority' });
+    expect(events.filter((e) => 'serviceTier' in (Object.values(e)[0] ?? {}))).toHaveLength(1);
+  });
+
+  it('refuses a serviceTier Bedrock does not take with a ValidationException naming serviceTier.type', async () => {
+    const send = (serviceTier: unknown) =>
+      client()
+        .send(new ConverseCommand({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'Hi' }] }], serviceTier: serviceTier as never }))
+        .catch((e) => e);
+    const turbo = await send({ type: 'turbo' });
+    expect(turbo).toMatchObject({ name: 'ValidationException', $metadata: { httpStatusCode: 400 } });
+    expect(turbo.message).toBe("1 validation error detected: Value 'turbo' at 'serviceTier.type' failed to satisfy constraint: Member must satisfy enum value set: [priority, default, flex, reserved]");
+    const missing = await send({});
+    expect(missing.message).toBe("1 validation error detected: Value null at 'serviceTier.type' failed to satisfy constraint: Member must not be null");
+    expect(fake.requests.every((r) => r.answered === undefined)).toBe(true);
+  });
+
+  it("meets the gateway's bedrock provider: chat's service_tier sent as serviceTier, the answered one read back into PRICE_FACTS", async () => {
+    const config: BedrockProviderConfig = {
+      type: 'bedrock',
+      region: fake.region,
+      base_url: fake.url,
+      access_key_id_env: 'FAKE_BEDROCK_SPEC_KEY_ID',
+      secret_access_key_env: 'FAKE_BEDROCK_SPEC_SECRET',
+      max_connections: 4,
+      timeouts: { connect_ms: 1000, request_ms: 5000 },
+    };
+    const provider = new BedrockProvider('bedrock-fake', config, { FAKE_BEDROCK_SPEC_KEY_ID: fake.accessKeyId, FAKE_BEDROCK_SPEC_SECRET: fake.secretAccessKey });
+    const model = { id: 'claude', upstream_model: MODEL, max_output_tokens: 256 } as CatalogEntry;
+    const body = (service_tier?: string) => ({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], ...(service_tier && { service_tier }) }) as ChatRequestBody;
+    const signal = new AbortController().signal;
+    try {
+      expect((await provider.chat(model, body('fast'), signal)).body[PRICE_FACTS]).toEqual({ service_tier: 'priority' });
+      expect((await provider.chat(model, body('auto'), signal)).body[PRICE_FACTS]).toEqual({ service_tier: 'default' });
+      const chunks: ChatChunk[] = [];
+      for await (const chunk of await provider.chatStream(model, body('flex'), signal)) chunks.push(chunk);
+      expect(chunks.at(-1)).toMatchObject({ choices: [], [PRICE_FACTS]: { service_tier: 'flex' } });
+      expect(fake.requests.map((r) => r.body.serviceTier)).toEqual([{ type: 'priority' }, undefined, { type: 'flex' }]);
+    } finally {
+      await provider.close();
+    }
   });
 
   it('refuses a request signed with a wrong secret key (403 InvalidSignatureException) and an unknown key id', async () => {

@@ -1,4 +1,8 @@
-import { ApiError, FunctionCallingConfigMode, GoogleGenAI } from '@google/genai';
+import { ApiError, FunctionCallingConfigMode, GoogleGenAI, ServiceTier } from '@google/genai';
+import type { CatalogEntry, GeminiProviderConfig } from '../src/config/gateway-config.schema';
+import { ChatChunk, PRICE_FACTS } from '../src/providers/chat-contract';
+import { GeminiProvider } from '../src/providers/gemini/gemini.provider';
+import type { ChatRequestBody } from '../src/providers/upstream-provider';
 import { fakeTokenCount } from './support/fake-tokens';
 import { FakeGemini, startFakeGemini } from './support/fake-gemini';
 
@@ -163,6 +167,68 @@ describe('fake Gemini upstream (self-check with @google/genai)', () => {
     expect(await unknownField.json()).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload received. Unknown name "some_future_field": Cannot find field.' } });
     const unknownConfig = await post({ contents: [{ parts: [{ text: 'Hi' }] }], generationConfig: { logitBias: { 1: 2 } } });
     expect(await unknownConfig.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringContaining(`Unknown name "logitBias" at 'generation_config'`) } });
+  });
+
+  it('serves the tier asked in serviceTier and names the one that served it in x-gemini-service-tier, JSON and streamed', async () => {
+    const header = (r: { sdkHttpResponse?: { headers?: Record<string, string> } }) => r.sdkHttpResponse?.headers?.['x-gemini-service-tier'];
+    const ask = async (serviceTier?: ServiceTier) => header(await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi', config: serviceTier ? { serviceTier } : {} }));
+    const streamed = async (serviceTier: ServiceTier) => {
+      const seen: (string | undefined)[] = [];
+      for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'Count to ten.', config: { serviceTier } })) seen.push(header(chunk));
+      expect(seen.length).toBeGreaterThan(1);
+      return [...new Set(seen)];
+    };
+    expect([await ask(), await ask(ServiceTier.STANDARD), await ask(ServiceTier.FLEX), await ask(ServiceTier.PRIORITY)]).toEqual(['standard', 'standard', 'flex', 'priority']);
+    expect(fake.requests.map((r) => r.body.serviceTier)).toEqual([undefined, 'standard', 'flex', 'priority']);
+    expect(await streamed(ServiceTier.PRIORITY)).toEqual(['priority']);
+    // Priority capacity short: served, and said to be served, at standard.
+    fake.downgradePriority = true;
+    expect([await ask(ServiceTier.PRIORITY), await ask(ServiceTier.FLEX)]).toEqual(['standard', 'flex']);
+    expect(await streamed(ServiceTier.PRIORITY)).toEqual(['standard']);
+    // The REST spellings of Google's pages: `service_tier`, upper case, with or without the enum's prefix.
+    fake.downgradePriority = false;
+    const post = (body: Record<string, unknown>) =>
+      fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': fake.apiKey }, body: JSON.stringify({ contents: [{ parts: [{ text: 'Hi' }] }], ...body }) });
+    for (const [tier, served] of [['FLEX', 'flex'], ['SERVICE_TIER_PRIORITY', 'priority'], ['unspecified', 'standard']]) {
+      const res = await post({ service_tier: tier });
+      expect([res.status, res.headers.get('x-gemini-service-tier')]).toEqual([200, served]);
+    }
+  });
+
+  it('refuses a tier Gemini does not take with 400 INVALID_ARGUMENT and its field violation', async () => {
+    const refused = (await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'Hi', config: { serviceTier: 'turbo' as ServiceTier } }).catch((e) => e)) as ApiError;
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused.status).toBe(400);
+    const message = `Invalid value at 'service_tier' (type.googleapis.com/google.ai.generativelanguage.v1beta.ServiceTier), "turbo"`;
+    expect(JSON.parse(refused.message)).toEqual({
+      error: { code: 400, status: 'INVALID_ARGUMENT', message, details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'service_tier', description: message }] }] },
+    });
+    const prefixed = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': fake.apiKey },
+      body: JSON.stringify({ contents: [{ parts: [{ text: 'Hi' }] }], service_tier: 'SERVICE_TIER_TURBO' }),
+    });
+    expect(prefixed.status).toBe(400);
+    expect(prefixed.headers.get('x-gemini-service-tier')).toBeNull();
+  });
+
+  it("meets the gateway's gemini provider: chat's service_tier sent as serviceTier, the header read back into PRICE_FACTS", async () => {
+    const config: GeminiProviderConfig = { type: 'gemini', base_url: fake.url, api_key_env: 'FAKE_GEMINI_SPEC_KEY', max_connections: 4, timeouts: { connect_ms: 1000, request_ms: 5000 } };
+    const provider = new GeminiProvider('gemini-fake', config, { FAKE_GEMINI_SPEC_KEY: fake.apiKey });
+    const model = { id: 'gemini', upstream_model: 'gemini-2.5-flash', max_output_tokens: 256 } as CatalogEntry;
+    const body = (service_tier?: string) => ({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'Hi' }], ...(service_tier && { service_tier }) }) as ChatRequestBody;
+    const signal = new AbortController().signal;
+    try {
+      expect((await provider.chat(model, body('fast'), signal)).body[PRICE_FACTS]).toEqual({ service_tier: 'priority' });
+      expect((await provider.chat(model, body(), signal)).body[PRICE_FACTS]).toEqual({ service_tier: 'standard' });
+      fake.downgradePriority = true;
+      const chunks: ChatChunk[] = [];
+      for await (const chunk of await provider.chatStream(model, body('priority'), signal)) chunks.push(chunk);
+      expect(chunks.map((c) => c[PRICE_FACTS])).toEqual(chunks.map(() => ({ service_tier: 'standard' })));
+      expect(fake.requests.map((r) => r.body.serviceTier)).toEqual(['priority', undefined, 'priority']);
+    } finally {
+      await provider.close();
+    }
   });
 
   it('fails on demand: 429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, an in-stream error, a cut stream', async () => {

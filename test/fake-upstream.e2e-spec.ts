@@ -155,6 +155,57 @@ describe('fake upstream (self-check with the openai SDK)', () => {
     expect(fake.requests).toHaveLength(7);
   });
 
+  it('reports the tier that served it in the completion and in every chunk: priority for priority or fast, flex, else default', async () => {
+    const messages = [{ role: 'user' as const, content: 'x' }];
+    const served = async (service_tier?: string | null) => {
+      const json = await sdk.chat.completions.create({ model: 'm', messages, ...(service_tier !== undefined && { service_tier }) } as never);
+      expectValidAgainst('CreateChatCompletionResponse', json);
+      return (json as OpenAI.ChatCompletion).service_tier;
+    };
+    const streamed = async (service_tier: string) => {
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      for await (const c of await sdk.chat.completions.create({ model: 'm', messages, stream: true, stream_options: { include_usage: true }, service_tier } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) chunks.push(c);
+      chunks.forEach((c) => expectValidAgainst('CreateChatCompletionStreamResponse', c));
+      expect(chunks.length).toBeGreaterThan(3);
+      return [...new Set(chunks.map((c) => c.service_tier))];
+    };
+    const asked = ['priority', 'fast', 'flex', 'auto', 'default', null, undefined];
+    const answers: unknown[] = [];
+    for (const tier of asked) answers.push(await served(tier));
+    expect(answers).toEqual(['priority', 'priority', 'flex', 'default', 'default', 'default', 'default']);
+    expect(await streamed('fast')).toEqual(['priority']);
+    expect(await streamed('flex')).toEqual(['flex']);
+    expect(fake.requests.slice(0, asked.length).map((r) => r.body.service_tier)).toEqual(asked);
+  });
+
+  it('downgrades priority to default when told (priority capacity short), through the field or the control route', async () => {
+    const messages = [{ role: 'user' as const, content: 'x' }];
+    const served = async (service_tier: string) => ((await sdk.chat.completions.create({ model: 'm', messages, service_tier } as never)) as OpenAI.ChatCompletion).service_tier;
+    fake.downgradePriority = true;
+    expect([await served('priority'), await served('fast'), await served('flex')]).toEqual(['default', 'default', 'flex']);
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const c of await sdk.chat.completions.create({ model: 'm', messages, stream: true, service_tier: 'priority' })) chunks.push(c);
+    expect(chunks.map((c) => c.service_tier)).toEqual(chunks.map(() => 'default'));
+    fake.resetState();
+    expect(await served('priority')).toBe('priority');
+    const control = (on: boolean) => fetch(`${fake.url.replace(/\/v1$/, '')}/_fake/downgrade-priority`, { method: 'POST', body: JSON.stringify({ on }) });
+    expect((await control(true)).status).toBe(200);
+    expect(await served('priority')).toBe('default');
+    await control(false);
+    expect(await served('priority')).toBe('priority');
+  });
+
+  it("refuses a service_tier OpenAI does not take, its schema's `scale` included, with OpenAI's invalid_value body", async () => {
+    const ask = (service_tier: unknown) => sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], service_tier } as never).catch((e: unknown) => e as any);
+    for (const tier of ['scale', 'turbo', 'Priority', 'standard']) {
+      const err = await ask(tier);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err.error).toEqual({ message: `Invalid value: '${tier}'. Supported values are: 'auto', 'default', 'fast', 'flex', and 'priority'.`, type: 'invalid_request_error', param: 'service_tier', code: 'invalid_value' });
+    }
+    expect(await ask(2)).toMatchObject({ status: 400, error: { param: 'service_tier', code: 'invalid_type' } });
+    expect(fake.requests).toHaveLength(5);
+  });
+
   it('gives a URL where connections are refused', async () => {
     const refused = new OpenAI({ apiKey: 'x', baseURL: await unusedPortUrl(), maxRetries: 0 });
     const err = await refused.models.list().catch((e) => e);

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,66 +6,17 @@ import { ClientCapture, startClientCapture } from './support/client-capture';
 import { FakeAnthropic } from './support/fake-anthropic';
 import { OwnGateway, startOwnGateway } from './support/own-gateway';
 import { readmeBlock } from './support/readme-blocks';
+import { CLAUDE, CliRun, CODEX, platform, README_GATEWAY, readmeLines, runLines, runnable } from './support/real-cli';
 
 /**
  * The agent CLIs themselves (test/clients/package.json pins them) against a gateway on the embedded default
  * catalog (dev-echo), run from README.md's own lines ("Claude Code and the Codex CLI") with no model flag: the
  * answer, and a tool loop that dev-echo drives offline (DESIGN.md sections 11 and 12.3). A recording pass-through
- * between them keeps what they sent, printed when a test fails.
+ * between them keeps what they sent, printed when a test fails. (Claude Code's web search: claude-code-web-search.e2e-spec.ts.)
  */
-const CLIENTS = join(__dirname, 'clients', 'node_modules', '.bin');
-const CLAUDE = join(CLIENTS, 'claude');
-const CODEX = join(CLIENTS, 'codex');
 const HEADER = 'x-gateway-ignored-params';
-/** What the README's lines say the reader changes: where the gateway listens (this one is on a free port), and the prompt. */
-const README_GATEWAY = 'http://localhost:8080';
-const README_PROMPT = '"say hi to the gateway"';
-/** The platforms whose binaries the two npm packages ship (their optional dependencies). */
-const SHIPPED = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64', 'win32-arm64'];
-const platform = `${process.platform}-${process.arch}`;
-const runnable = SHIPPED.includes(platform);
 if (!runnable) {
   console.warn(`\n!!! test/real-clients: SKIPPED. Claude Code and the Codex CLI ship no binary for ${platform}; the real-client tests cannot run here. !!!\n`);
-}
-
-/** What a CLI run printed and how it ended. */
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The prompt as a reader puts it in the README's quotes: one shell word, whatever it holds. */
-function shellWord(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-/** The README's shell lines of `info` (`sh claude`, `sh codex`) with the gateway's address and the prompt put in. */
-function readmeLines(info: string, gatewayUrl: string, prompt: string): string {
-  const lines = readmeBlock(info);
-  if (!lines.includes(README_PROMPT)) throw new Error(`README.md's \`\`\`${info} block no longer says ${README_PROMPT}`);
-  return lines.replaceAll(README_GATEWAY, gatewayUrl).replace(README_PROMPT, shellWord(prompt));
-}
-
-/**
- * Runs shell lines in bash with no stdin and only the given environment (the clients' binaries first on PATH, as
- * a global install puts them), killed with their process group after `timeoutMs`.
- */
-function runLines(lines: string, env: Record<string, string>, cwd: string, timeoutMs = 120_000): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const PATH = `${CLIENTS}:${process.env.PATH ?? '/usr/bin:/bin'}`;
-    const child = spawn('bash', ['-eu', '-c', lines], { cwd, env: { PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 (runnable ? describe : describe.skip)('The real agent CLIs against the gateway on dev-echo, from the README (issues 32 and 43)', () => {

@@ -38,6 +38,8 @@ export interface HoldAsk {
   inputPicos: bigint;
   /** Per output token of all the choices asked for: the highest output-class price (TokenPrices.holdOutput) × n. */
   outputPicos: bigint;
+  /** What the hold adds whatever the output: the fees of the server tools offered (tool-fees.ts). */
+  fixedPicos: bigint;
 }
 
 /** One lease grow, as billing_lease_grow_batch reads it. */
@@ -117,10 +119,12 @@ export class BillingRepository {
       budget: lease.budgetId,
       known: lease.known,
       claimed: claim.claimed.toString(),
-      prompt: ask.promptTokens,
+      // The prompt's part of the hold is fixed, as the tools' fees are: with fees, both go as one "token" at
+      // their sum, which the SQL arithmetic (prompt × in_picos) prices the same, and no SQL function changes.
+      prompt: ask.fixedPicos === 0n ? ask.promptTokens : 1,
       requested: ask.requestedMaxTokens,
       max_output: ask.maxOutputTokens,
-      in_picos: ask.inputPicos.toString(),
+      in_picos: (ask.fixedPicos === 0n ? ask.inputPicos : BigInt(ask.promptTokens) * ask.inputPicos + ask.fixedPicos).toString(),
       out_picos: ask.outputPicos.toString(),
       ttl_ms: this.leaseTtlMs,
       spare: claim.spareHolds,

@@ -9,7 +9,8 @@ import { BudgetLeases } from './budget-leases';
 import { declined } from './declined';
 import { Reservation, ReserveInput } from './reservation';
 import { worstCaseMicros } from './request-cost';
-import { tokenPrices } from './token-prices';
+import { holdPrices } from './price-variants';
+import { toolHoldPicos } from './tool-fees';
 
 export type { KeyBudget, Reservation, ReserveInput } from './reservation';
 
@@ -40,15 +41,18 @@ export class BillingService {
   async reserve(input: ReserveInput): Promise<Reservation> {
     // The worst case of every token class (DESIGN.md section 10): each prompt token at the highest input-class
     // price, each output token at the highest output-class price, so that no charge can exceed the hold.
-    const prices = tokenPrices(input.model);
+    // With price variants (DESIGN.md section 12.2), the prices of the dearest outcome the request asked for, and
+    // the fees of the server tools it offers.
+    const prices = holdPrices(input.model, input.priceOptions, input.promptTokens);
     const ask: HoldAsk = {
       promptTokens: input.promptTokens,
       requestedMaxTokens: input.requestedMaxTokens,
       maxOutputTokens: input.model.max_output_tokens ?? 1,
       inputPicos: prices.holdInput,
       outputPicos: prices.holdOutput * BigInt(input.choices ?? 1),
+      fixedPicos: toolHoldPicos(input.model, input.serverTools),
     };
-    const worstCase = worstCaseMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos);
+    const worstCase = worstCaseMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos, ask.fixedPicos);
     const held = (lease: BudgetLease, holdMicros: bigint, outputAllowance: number, capped: boolean): Reservation => {
       const budgetId = input.key?.budgetId ?? null;
       return { requestId: input.requestId, accountId: input.accountId, budgetId, lease, holdMicros, outputAllowance, capped, done: false };

@@ -35,6 +35,9 @@ describe(requestCost.name, () => {
     expect(requestCost({ prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 }, PRICED)).toEqual({
       micros: 3500n,
       usage: { promptTokens: 1000, completionTokens: 100, cachedTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, audioInputTokens: 0, audioOutputTokens: 0, reasoningTokens: 0 },
+      variants: [],
+      tools: [],
+      unpriced: [],
     });
   });
 
@@ -64,6 +67,9 @@ describe(requestCost.name, () => {
     expect(requestCost(block, PRICED)).toEqual({
       micros: BigInt(expected),
       usage: { promptTokens: 10_000, completionTokens: 1_000, cachedTokens: 4_000, cacheWriteTokens: 2_000, cacheWrite1hTokens: 0, audioInputTokens: 1_000, audioOutputTokens: 300, reasoningTokens: 200 },
+      variants: [],
+      tools: [],
+      unpriced: [],
     });
   });
 

@@ -1,13 +1,39 @@
 import type { CatalogEntry } from '../config/gateway-config.schema';
+import { PriceOptions, toolFee } from '../config/price-options';
+import type { PriceCondition } from '../config/price-variants.schema';
+import { usdToMicros } from '../common/money';
+import type { AnswerPriceFacts } from '../providers/chat-contract';
 import { TokenUsage } from '../usage/usage-record';
-import { TokenPrices, tokenPrices } from './token-prices';
+import { matchingVariants, pricedOptions, variantConditions } from './price-variants';
+import { ceilDiv, TokenPrices, tokenPrices, variantPrices } from './token-prices';
 
 /** What a request costs, and its tokens by class (what its usage record shows). */
 export interface RequestCost {
   usage: TokenUsage;
-  /** The formula's cost, rounded up once; the charge is this, at most the hold. */
+  /** The formula's cost, rounded up once, plus the server tools' fees; the charge is this, at most the hold. */
+  micros: bigint;
+  /** The `when` of each price variant applied, in catalog order (none: the flat prices). */
+  variants: PriceCondition[];
+  /** Each server tool the upstream ran, its uses and their fees in µUSD (uses × the entry's `tool_fees`). */
+  tools: ToolCharge[];
+  /** What the answer reported that the entry does not price (`service_tier:priority`, `tool:web_fetch`): charged as standard, or nothing. */
+  unpriced: string[];
+}
+
+export interface ToolCharge {
+  name: string;
+  uses: number;
   micros: bigint;
 }
+
+/** How a request was priced: the options it asked for, and what its answer reported (which wins, option by option). */
+export interface PricedBy {
+  asked?: PriceOptions;
+  answered?: AnswerPriceFacts;
+}
+
+/** A report of more uses than this is not believable (the hold covers max_uses, at most 10,000 by default). */
+const MAX_TOOL_USES = 1_000_000;
 
 /** The usage record's token columns are `integer`: a larger total is not believable, and could not be stored. */
 export const MAX_TOKEN_COUNT = 2_147_483_647;
@@ -24,9 +50,42 @@ export const MAX_TOKEN_COUNT = 2_147_483_647;
  * in pico-USD, exactly, then rounded up to the micro-dollar once. Null when the block has no valid totals:
  * the gateway then counts the tokens itself, and prices its count here, as a block of the two totals.
  */
-export function requestCost(usageBlock: unknown, model: CatalogEntry): RequestCost | null {
+export function requestCost(usageBlock: unknown, model: CatalogEntry, by: PricedBy = {}): RequestCost | null {
   const usage = tokenUsageOf(usageBlock);
-  return usage && { usage, micros: costMicros(usage, tokenPrices(model)) };
+  if (!usage) return null;
+  if (model.price_variants === undefined && model.tool_fees === undefined && by.answered === undefined) {
+    return { usage, micros: costMicros(usage, tokenPrices(model)), variants: [], tools: [], unpriced: [] };
+  }
+  const { answered = {}, asked = {} } = by;
+  const { options, unpriced } = pricedOptions(model, {
+    service_tier: answered.service_tier ?? asked.service_tier,
+    speed: answered.speed ?? asked.speed,
+    inference_geo: answered.inference_geo ?? asked.inference_geo,
+  });
+  const mask = matchingVariants(model, options, usage.promptTokens);
+  const tools = toolCharges(model, answered.tool_uses, unpriced);
+  const micros = tools.reduce((sum, tool) => sum + tool.micros, costMicros(usage, variantPrices(model, mask)));
+  return { usage, micros, variants: variantConditions(model, mask), tools, unpriced };
+}
+
+/**
+ * The fee of each server tool the answer reports uses of: uses × the entry's fee, exact µUSD. A tool the entry
+ * does not price (it should have been withdrawn) costs nothing, and is named in `unpriced`.
+ */
+function toolCharges(model: CatalogEntry, uses: Record<string, number> | undefined, unpriced: string[]): ToolCharge[] {
+  if (!uses) return [];
+  const charges: ToolCharge[] = [];
+  for (const [name, count] of Object.entries(uses)) {
+    if (!Number.isInteger(count) || count <= 0) continue;
+    const fee = toolFee(model, name);
+    if (fee === undefined) {
+      unpriced.push(`tool:${name}`);
+      continue;
+    }
+    const n = Math.min(count, MAX_TOOL_USES);
+    charges.push({ name, uses: n, micros: usdToMicros(fee)! * BigInt(n) });
+  }
+  return charges;
 }
 
 /**
@@ -75,7 +134,7 @@ export function separatesCacheWrite1h(block: unknown): boolean {
   return isObject(details) && details.cache_write_1h_tokens !== undefined;
 }
 
-/** A request's cost by token class, in pico-USD, exactly: the terms of the formula of `requestCost` (statements show them). */
+/** A request's cost by token class, in pico-USD × the prices' scale, exactly: the terms of the formula of `requestCost` (statements show them). */
 export interface ClassPicos {
   input: bigint;
   cachedInput: bigint;
@@ -103,7 +162,7 @@ export function costPicosByClass(usage: TokenUsage, prices: TokenPrices): ClassP
 /** The formula of `requestCost` on counts that fit their totals: the classes' sum, rounded up once. */
 export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
   const c = costPicosByClass(usage, prices);
-  return roundUpToMicros(c.input + c.cachedInput + c.cacheWrite + c.cacheWrite1h + c.audioInput + c.output + c.audioOutput);
+  return ceilDiv(c.input + c.cachedInput + c.cacheWrite + c.cacheWrite1h + c.audioInput + c.output + c.audioOutput, prices.scale * 1_000_000n);
 }
 
 /**
@@ -112,12 +171,8 @@ export function costMicros(usage: TokenUsage, prices: TokenPrices): bigint {
  * prices of their classes, TokenPrices.holdInput/holdOutput), rounded as `requestCost` rounds. SQL's
  * billing_cost_micros is the same arithmetic (the database decides the holds that do not fit a lease).
  */
-export function worstCaseMicros(promptTokens: number, outputTokens: number, inputPicos: bigint, outputPicos: bigint): bigint {
-  return roundUpToMicros(BigInt(promptTokens) * inputPicos + BigInt(outputTokens) * outputPicos);
-}
-
-function roundUpToMicros(picos: bigint): bigint {
-  return (picos + 999_999n) / 1_000_000n;
+export function worstCaseMicros(promptTokens: number, outputTokens: number, inputPicos: bigint, outputPicos: bigint, fixedPicos = 0n): bigint {
+  return ceilDiv(BigInt(promptTokens) * inputPicos + BigInt(outputTokens) * outputPicos + fixedPicos, 1_000_000n);
 }
 
 function classified(prompt: number, promptParts: unknown[], cacheWrite1h: unknown, completion: number, completionParts: unknown[]): TokenUsage {

@@ -1,4 +1,5 @@
 import { CatalogEntry } from '../config/gateway-config.schema';
+import { PriceOptions } from '../config/price-options';
 import { BudgetLease } from './budget-lease';
 
 /** The API key's budget: its spend is counted per key; with a limit, its holds go in a lease of the key's own. */
@@ -20,6 +21,10 @@ export interface ReserveInput {
   limitParam?: string;
   /** Choices asked for (n): each may produce the whole output allowance. */
   choices?: number;
+  /** The price-changing options asked for (each priced by the model): the hold covers the dearest outcome. */
+  priceOptions?: PriceOptions;
+  /** The priced server tools offered, with their max_uses (null: the entry's tool_hold_uses): the hold covers their fees. */
+  serverTools?: Record<string, number | null>;
 }
 
 /** The hold of one in-flight chat request: pass it back to settle or release. */

@@ -3,10 +3,13 @@ import { ErrorCode, GatewayError } from '../errors';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { BodyProblem } from '../common/validation/compiled-body';
 import { CatalogEntry } from '../config/gateway-config.schema';
+import { PriceOptions } from '../config/price-options';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
 import { ChatRequestBody, PassThrough } from '../providers/upstream-provider';
 import { checkChatCompletionBody } from './dto/chat-completion.schema';
+import { IgnoredParam, ignoredParam } from './ignored-params';
+import { pricedOptions } from './price-options-check';
 
 /** A chat request that passed validation, with its catalog model and the original body. */
 export interface ChatRequest {
@@ -25,28 +28,64 @@ export interface ChatRequest {
    * by such a provider (DESIGN.md section 11). The hold then bounds the prompt by this body.
    */
   passThrough?: PassThrough;
+  /**
+   * The price-changing options the request asked for (DESIGN.md section 12.2), each one its model prices (the
+   * route refused the others): the hold covers them, and the charge falls back on them when the answer is silent.
+   */
+  priceOptions?: PriceOptions;
+  /** The server tools the request offers whose fees its model prices, with their `max_uses` (null: none set): the hold covers them. */
+  serverTools?: Record<string, number | null>;
 }
 
-/** Validates the parsed JSON body: codes of SPEC.md and DESIGN.md section 5, in that order. */
+/** A chat completion request: the chat request ChatService serves, and what the client asked for that the gateway did not use. */
+export interface ChatCompletionRequest {
+  chat: ChatRequest;
+  ignored: IgnoredParam[];
+}
+
+/** The metric labels of what chat completions ignore: `store: true` only (every other field goes upstream as sent). */
+const KNOWN_IGNORED: ReadonlySet<string> = new Set(['store']);
+
+/**
+ * Validates the parsed JSON body: codes of SPEC.md and DESIGN.md section 5, in that order; then the options that
+ * change the upstream's price (DESIGN.md section 12.2), which stay in the body when the model prices them.
+ */
 @Injectable()
-export class ChatRequestPipe implements PipeTransform<unknown, ChatRequest> {
+export class ChatRequestPipe implements PipeTransform<unknown, ChatCompletionRequest> {
   constructor(private readonly catalog: CatalogService) {}
 
-  transform(body: unknown): ChatRequest {
+  transform(body: unknown): ChatCompletionRequest {
     const { fields, model } = requestedChatModel(this.catalog, body);
     const problem = checkChatCompletionBody(fields);
     if (problem) throw chatBodyError(problem);
+    // The body goes upstream as sent: Anthropic's speed and inference_geo would reach an upstream that takes them.
+    const priceOptions = pricedOptions(model, fields);
     const checked = fields as CheckedChatFields;
-    return {
+    const { upstream, ignored } = storingNothing(fields);
+    const chat: ChatRequest = {
       model,
-      body: fields as ChatRequestBody,
+      body: upstream,
       stream: checked.stream === true,
       includeUsage: isJsonObject(checked.stream_options) && checked.stream_options.include_usage === true,
       maxTokens: checked.max_completion_tokens ?? checked.max_tokens ?? null,
       maxTokensParam: checked.max_completion_tokens == null && checked.max_tokens != null ? 'max_tokens' : 'max_completion_tokens',
       choices: checked.n ?? 1,
     };
+    if (priceOptions) chat.priceOptions = priceOptions;
+    return { chat, ignored };
   }
+}
+
+/**
+ * `store` goes upstream as false whatever the client sent (DESIGN.md section 12.2): the gateway keeps no state, and
+ * a tenant's conversation is not to be kept in the operator's upstream account. A `store: true` is named as ignored;
+ * a body without `store` goes as it came (OpenAI's default is false).
+ */
+function storingNothing(fields: Record<string, unknown>): { upstream: ChatRequestBody; ignored: IgnoredParam[] } {
+  const body = fields as ChatRequestBody;
+  if (!Object.prototype.hasOwnProperty.call(body, 'store') || body.store === false) return { upstream: body, ignored: [] };
+  const ignored = body.store === true ? [ignoredParam('store', KNOWN_IGNORED)] : [];
+  return { upstream: { ...body, store: false }, ignored };
 }
 
 /** The catalog chat model a body names (chat, and the Responses API over it): 400 missing_model, unknown_model or model_not_hosted. */

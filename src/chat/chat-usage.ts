@@ -68,7 +68,8 @@ function callText(fn: ChatFunctionCall | null | undefined): string {
  */
 export function promptTokenBound(body: Record<string, unknown>, contextWindow: number | undefined): number {
   let bytes = Buffer.byteLength(JSON.stringify(body.messages)) + 3;
-  for (const field of ['tools', 'functions', 'tool_choice', 'response_format']) {
+  // `system`: a Messages body passed through (Anthropic's dialect) keeps its system prompt apart from the messages.
+  for (const field of ['system', 'tools', 'functions', 'tool_choice', 'response_format']) {
     if (body[field] !== undefined) bytes += Buffer.byteLength(JSON.stringify(body[field]));
   }
   return contextWindow === undefined ? bytes : Math.min(bytes, contextWindow);

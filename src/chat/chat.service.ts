@@ -5,13 +5,14 @@ import { ErrorCode, GatewayError } from '../errors';
 import { secondsSince } from '../common/elapsed';
 import { microsToUsd, microsToUsdNumber } from '../common/money';
 import { MetricsService } from '../metrics/metrics.service';
-import { ChatChunk, ChatCompletion, ChatUsage, NATIVE_EVENT, PARTIAL_USAGE } from '../providers/chat-contract';
+import { AnswerPriceFacts, ChatChunk, ChatCompletion, ChatUsage, NATIVE_EVENT, PARTIAL_USAGE } from '../providers/chat-contract';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { countTextTokens } from '../providers/token-count';
 import { ChatRequestBody, PASS_THROUGH, UpstreamChatStream } from '../providers/upstream-provider';
 import { UpstreamRouter } from '../routing/upstream-router';
 import { UsageMeter } from '../usage/usage-meter';
 import { ChatRequest } from './chat-request.pipe';
+import { answerPriceFacts } from './answer-price-facts';
 import { completionText, countedUsage, deltaText, promptTokenBound } from './chat-usage';
 import { ChatStreamSink } from './chat-stream-sink';
 
@@ -57,7 +58,7 @@ export class ChatService {
     try {
       const { body } = await this.upstreams.chat(call.chat.model, this.upstreamBody(call.chat, reservation), call.signal, call.meter);
       body.model = call.chat.model.id;
-      const cost = requestCost(body.usage, call.chat.model);
+      const cost = this.cost(call, body.usage, answerPriceFacts(body));
       const costUsd = cost ? this.showCost(body.usage!, reservation, cost) : undefined;
       return { body, costUsd, charge: () => this.chargeAnswer(call, reservation, body, cost) };
     } catch (err) {
@@ -83,14 +84,16 @@ export class ChatService {
     let produced = '';
     let cost: RequestCost | null = null;
     let partial: ChatUsage | undefined;
+    let facts: AnswerPriceFacts | undefined;
     this.metrics.streamOpened();
     try {
       for await (const chunk of chunks) {
         if (!sink.hasStarted) this.metrics.observeTimeToFirstByte(secondsSince(startedAt));
         partial = chunk[PARTIAL_USAGE] ?? partial;
+        facts = answerPriceFacts(chunk, facts);
         if (!chat.passThrough && isNativeOnly(chunk)) continue;
         if (chunk.usage !== undefined) {
-          const reported = requestCost(chunk.usage, chat.model);
+          const reported = this.cost(call, chunk.usage, facts);
           if (reported) this.showCost(chunk.usage!, reservation, reported);
           cost = reported ?? cost;
           if (!chat.includeUsage) {
@@ -121,16 +124,34 @@ export class ChatService {
     // A client that left is charged for the prompt and what was produced until then: the input the upstream
     // reported so far by class (partial usage), else the gateway's own count.
     if (!signal.aborted) sink.finish();
-    this.charge(call, reservation, cost ?? (partial && (await this.partialCost(reservation, chat, partial, produced))) ?? (await this.counted(reservation, chat, produced)));
+    this.charge(
+      call,
+      reservation,
+      cost ?? (partial && (await this.partialCost(reservation, call, partial, produced, facts))) ?? (await this.counted(reservation, call, produced, facts)),
+    );
+  }
+
+  /**
+   * The one cost function (request-cost.ts) on a usage block, under the options the request asked for and what
+   * the answer reported (DESIGN.md section 12.2). What the answer reported that the entry does not price is
+   * charged as standard, logged at warn and counted.
+   */
+  private cost({ chat, requestId }: ChatCall, usage: unknown, answered: AnswerPriceFacts | undefined): RequestCost | null {
+    const cost = requestCost(usage, chat.model, { asked: chat.priceOptions, answered });
+    if (cost && cost.unpriced.length > 0) {
+      for (const reason of cost.unpriced) this.metrics.answerUnpriced(chat.model.id, reason);
+      this.logger.warn({ requestId, model: chat.model.id, unpriced: cost.unpriced }, `The answer to ${requestId} reported ${cost.unpriced.join(', ')}, which ${chat.model.id} does not price: charged at standard prices.`);
+    }
+    return cost;
   }
 
   /** A stream cut after the upstream reported its input: that usage, its output at least the gateway's count of what was produced. */
-  private async partialCost(reservation: Reservation, chat: ChatRequest, usage: ChatUsage, produced: string): Promise<RequestCost | null> {
+  private async partialCost(reservation: Reservation, call: ChatCall, usage: ChatUsage, produced: string, facts: AnswerPriceFacts | undefined): Promise<RequestCost | null> {
     try {
       const reported = typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0;
       const completion = Math.max(reported, await countTextTokens(produced));
       const prompt = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
-      return requestCost({ ...usage, completion_tokens: completion, total_tokens: prompt + completion }, chat.model);
+      return this.cost(call, { ...usage, completion_tokens: completion, total_tokens: prompt + completion }, facts);
     } catch (err) {
       await this.releaseQuietly(reservation);
       throw err;
@@ -147,6 +168,8 @@ export class ChatService {
       requestedMaxTokens: chat.maxTokens,
       limitParam: chat.maxTokensParam,
       choices: chat.choices,
+      priceOptions: chat.priceOptions,
+      serverTools: chat.serverTools,
     });
   }
 
@@ -165,7 +188,7 @@ export class ChatService {
 
   /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
   private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion, reported: RequestCost | null): Promise<void> {
-    const cost = reported ?? (await this.counted(reservation, call.chat, completionText(body)));
+    const cost = reported ?? (await this.counted(reservation, call, completionText(body), answerPriceFacts(body)));
     this.charge(call, reservation, cost);
   }
 
@@ -178,17 +201,17 @@ export class ChatService {
 
   /** The meter writes the request's record with its charge, in the settlement's transaction, once the response has closed. */
   private charge({ meter }: ChatCall, reservation: Reservation, cost: RequestCost): void {
-    meter.charged(cost.usage, (record) => this.billing.settle(reservation, cost.micros, record, true));
+    meter.charged(cost.usage, (record) => this.billing.settle(reservation, cost.micros, record, true), cost);
   }
 
   /**
    * The cost of the gateway's own count, for an upstream that reported no usage (or a stream the client
    * left): priced by the same function as a reported one. Should counting fail, the hold goes back.
    */
-  private async counted(reservation: Reservation, chat: ChatRequest, produced: string): Promise<RequestCost> {
+  private async counted(reservation: Reservation, call: ChatCall, produced: string, facts: AnswerPriceFacts | undefined): Promise<RequestCost> {
     try {
       // A count is always a valid pair of totals (countedUsage caps it), so it always has a cost.
-      return requestCost(await countedUsage(chat.body, produced), chat.model)!;
+      return this.cost(call, await countedUsage(call.chat.body, produced), facts)!;
     } catch (err) {
       await this.releaseQuietly(reservation);
       throw err;

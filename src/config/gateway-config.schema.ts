@@ -19,6 +19,8 @@ import {
   ValidateNested,
   ValidationArguments,
 } from 'class-validator';
+import { ExactPrice } from './exact-price';
+import { PriceSheetFields } from './price-variants.schema';
 
 export const PROVIDER_TYPES = ['openai-compatible', 'anthropic', 'gemini', 'bedrock', 'azure-openai', 'local'] as const;
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
@@ -206,27 +208,13 @@ export const MAX_DEPLOYMENTS = 16;
 
 const isGiven = (_: object, value: unknown) => value !== undefined;
 
-/** The decimal text of a price billing converts exactly (usdToMicros, src/common/money.ts): at most 12 integer digits and 6 decimals. */
-const EXACT_PRICE = /^\d{1,12}(\.\d{1,6})?$/;
-
-/** Billing converts a price to integer pico-USD per token exactly (src/billing/token-prices.ts): at most 6 decimals, 12 integer digits. */
-function ExactPrice(): PropertyDecorator {
-  return ValidateBy({
-    name: 'exactPrice',
-    validator: {
-      // Not a number, or negative: IsNumber and Min say so. A number's text is its shortest round-trip form (1e-7 has none).
-      validate: (price: unknown) => typeof price !== 'number' || price < 0 || EXACT_PRICE.test(String(price)),
-      defaultMessage: () => '$property must have at most 6 decimals and 12 integer digits',
-    },
-  });
-}
-
 /** What a catalog id (or alias) may hold: what clients send as `model`, and a path segment of /v1/models/{id}. */
 export const MODEL_ID = /^[A-Za-z0-9._:\/-]+$/;
 /** What an alias may hold: an id, or a pattern of the id alphabet and `*` wildcards (config/model-pattern.ts). */
 const MODEL_ALIAS = /^[A-Za-z0-9._:\/*-]+$/;
 
-export class CatalogEntry {
+/** A catalog model; its price sheet beyond the flat prices (`price_variants`, `tool_fees`) is PriceSheetFields'. */
+export class CatalogEntry extends PriceSheetFields {
   @IsString() @Matches(MODEL_ID) id: string;
   /**
    * Other names clients may send as `model` for this entry (unique across ids and aliases: checked by the loader),

@@ -12,10 +12,12 @@ const REFUSED: Record<string, string> = {
 
 /**
  * Accepted and not forwarded to a chat upstream (DESIGN.md section 11): how Anthropic's service tunes the model
- * (effort, thinking, context editing, tier, caching, region, top_k), which chat has no place for. Any other field
- * the gateway does not know is ignored too, under the metric label `other`.
+ * (effort, thinking, context editing, tier, caching, speed, region, top_k), which chat has no place for. The tier,
+ * speed and region change the price: a value the model does not price is refused first, and a priced tier is
+ * carried (DESIGN.md section 12.2, chat/price-options-check.ts). Any other field the gateway does not know is
+ * ignored too, under the metric label `other`.
  */
-const IGNORED = ['output_config', 'context_management', 'thinking', 'service_tier', 'cache_control', 'inference_geo', 'top_k'];
+const IGNORED = ['output_config', 'context_management', 'thinking', 'service_tier', 'cache_control', 'speed', 'inference_geo', 'top_k'];
 const KNOWN_IGNORED = new Set(IGNORED);
 
 /** Translated into the chat completion: the schema's fields but top_k, which is checked and then ignored. */
@@ -28,12 +30,20 @@ export function refuseUnservedFields(fields: Record<string, unknown>): void {
   }
 }
 
-/** What the request asked for and the gateway does not use, in request order; the withdrawn tools where `tools` stands. */
-export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[]): IgnoredParam[] {
+/**
+ * What the request asked for and the gateway does not use, in request order; the withdrawn tools where `tools` stands.
+ * `carried`: fields of the ignored list that this request has served (a priced `service_tier`).
+ */
+export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[], carried: readonly string[] = []): IgnoredParam[] {
   const ignored: IgnoredParam[] = [];
   for (const [name, value] of Object.entries(fields)) {
     if (name === 'tools') ignored.push(...withdrawnTools);
-    else if (!SERVED.has(name) && !Object.prototype.hasOwnProperty.call(REFUSED, name) && value !== undefined && value !== null) ignored.push(ignoredParam(name, KNOWN_IGNORED));
+    else if (unused(name, value) && !carried.includes(name)) ignored.push(ignoredParam(name, KNOWN_IGNORED));
   }
   return ignored;
+}
+
+/** A field set to a value and neither translated nor refused. */
+function unused(name: string, value: unknown): boolean {
+  return !SERVED.has(name) && !Object.prototype.hasOwnProperty.call(REFUSED, name) && value !== undefined && value !== null;
 }

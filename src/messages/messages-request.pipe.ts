@@ -1,9 +1,11 @@
 import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { IgnoredParam } from '../chat/ignored-params';
+import { pricedOptions } from '../chat/price-options-check';
 import { BodyCheck } from '../common/validation/compiled-body';
 import { GATEWAY_CONFIG } from '../config/config.tokens';
 import { CatalogEntry, GatewayConfig } from '../config/gateway-config.schema';
+import { PriceOptions } from '../config/price-options';
 import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { anthropicShare } from '../providers/anthropic/anthropic-deployments';
@@ -50,11 +52,16 @@ export class MessagesRequestPipe implements PipeTransform<unknown, MessagesReque
     refuseUnservedFields(fields);
     if (fields.max_tokens === undefined || fields.max_tokens === null) throw invalidField('max_tokens', MAX_TOKENS_REQUIRED);
     const checked = checkedFields<CheckedMessagesFields>(checkMessagesFields, fields);
+    // Tier, speed and region change the price (DESIGN.md section 12.2): refused unless priced, on either path.
+    const asked = pricedOptions(model, fields);
     const share = anthropicShare(this.config, model);
-    if (share === 'all') return passedThrough(model, fields, checked);
+    if (share === 'all') return passedThrough(model, fields, checked, asked);
     const passThroughBody = share === 'some' ? withoutWithdrawnTools(fields, passThroughTools(fields.tools).tools) : undefined;
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(fields.system, fields.messages) };
     const offer = chatTools(fields.tools);
+    // A priced tier is chat's own field too, for the upstreams that read it; speed and inference_geo are Anthropic's
+    // alone, and a chat body never reaches Anthropic from here (its deployments take the pass-through body).
+    const tier = asked?.service_tier;
     setPresent(chatBody, {
       stream: checked.stream === true ? true : undefined,
       max_completion_tokens: checked.max_tokens,
@@ -64,11 +71,13 @@ export class MessagesRequestPipe implements PipeTransform<unknown, MessagesReque
       user: chatUser(fields.metadata),
       tools: offer.tools,
       ...chatToolChoice(fields.tool_choice, offer),
+      service_tier: tier,
     });
+    // Served by pass-through on some deployments, every option asked for may apply; translated only, the tier alone.
+    const priceOptions = share === 'some' ? asked : tier === undefined ? undefined : { service_tier: tier };
     return {
-      // Usage is always asked of the upstream: message_delta carries it.
-      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 },
-      ignored: ignoredFields(fields, offer.withdrawn),
+      chat: chatRequest(model, chatBody, checked, priceOptions),
+      ignored: ignoredFields(fields, offer.withdrawn, tier === undefined ? [] : ['service_tier']),
       passThroughBody,
     };
   }
@@ -77,21 +86,30 @@ export class MessagesRequestPipe implements PipeTransform<unknown, MessagesReque
 /**
  * A model served only by `anthropic` upstreams: the body goes as sent (DESIGN.md section 11), checked only where
  * the hold and the charge read it (model, max_tokens, stream, messages); server tools are withdrawn (named in the
- * header: their use is billed by Anthropic apart from tokens). The chat view (`chat.body`) holds the messages as
- * sent, for the gateway's own count should the upstream report none.
+ * header: their use is billed by Anthropic apart from tokens) unless the model prices them (messages-tools.ts:
+ * served, and named in `serverTools` for the hold). The chat view (`chat.body`) holds the messages as sent, for the
+ * gateway's own count should the upstream report none.
  */
-function passedThrough(model: CatalogEntry, fields: Record<string, unknown>, checked: CheckedMessagesFields): MessagesRequest {
+function passedThrough(model: CatalogEntry, fields: Record<string, unknown>, checked: CheckedMessagesFields, priceOptions: PriceOptions | undefined): MessagesRequest {
   if (!Array.isArray(fields.messages) || fields.messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array of messages.');
-  const offer = passThroughTools(fields.tools);
+  const offer = passThroughTools(fields.tools, model);
   passThroughToolChoice(fields.tool_choice, offer);
-  const stream = checked.stream === true;
   const chatBody: ChatRequestBody = { model: model.id, messages: fields.messages, max_completion_tokens: checked.max_tokens };
   if (offer.tools) chatBody.tools = offer.tools;
+  const chat = chatRequest(model, chatBody, checked, priceOptions);
+  if (offer.serverTools) chat.serverTools = offer.serverTools;
   return {
-    chat: { model, body: chatBody, stream, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 },
+    chat,
     ignored: offer.withdrawn,
     passThroughBody: withoutWithdrawnTools(fields, offer.tools),
   };
+}
+
+/** The chat request of a Messages request: usage always asked of the upstream (message_delta carries it). */
+function chatRequest(model: CatalogEntry, body: ChatRequestBody, checked: CheckedMessagesFields, priceOptions: PriceOptions | undefined): ChatRequest {
+  const chat: ChatRequest = { model, body, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_tokens, maxTokensParam: 'max_tokens', choices: 1 };
+  if (priceOptions) chat.priceOptions = priceOptions;
+  return chat;
 }
 
 /** The client's body with the tools that stay on offer (all of them, unless server tools were withdrawn). */
@@ -115,7 +133,7 @@ export class CountTokensRequestPipe implements PipeTransform<unknown, CountToken
     checkedFields(checkCountTokensFields, fields);
     if (anthropicShare(this.config, model) === 'all') {
       if (!Array.isArray(fields.messages) || fields.messages.length === 0) throw invalidField('messages', 'messages must be a non-empty array of messages.');
-      const offer = passThroughTools(fields.tools);
+      const offer = passThroughTools(fields.tools, model);
       passThroughToolChoice(fields.tool_choice, offer);
       return { model, messages: fields.messages, tools: offer.tools, ignored: offer.withdrawn, passThroughBody: withoutWithdrawnTools(fields, offer.tools) };
     }

@@ -1,5 +1,7 @@
 import { IgnoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
+import type { CatalogEntry } from '../config/gateway-config.schema';
+import { toolFee } from '../config/price-options';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
 
@@ -10,6 +12,12 @@ const CLIENT_TYPED = /^(bash|text_editor|str_replace_editor|str_replace_based_ed
 
 /** Server tools (run by Anthropic) by family, the metric's labels for them; any other typed tool is counted as `tools:other`. */
 const SERVER_TOOL_FAMILIES = new Set(['web_search', 'web_fetch', 'code_execution', 'tool_search_tool_regex', 'tool_search_tool_bm25', 'mcp_toolset']);
+/**
+ * The server tools whose uses Anthropic counts in the answer (`usage.server_tool_use.web_search_requests`,
+ * `web_fetch_requests`), so that a per-use fee can be charged from it: the only ones a price can serve (DESIGN.md
+ * section 12.2). Code execution is billed by container time, which no answer reports: it stays withdrawn.
+ */
+const COUNTED_SERVER_TOOLS = new Set(['web_search', 'web_fetch']);
 
 /** The tools a chat upstream is offered, and those withdrawn from the offer because only Anthropic's platform runs them. */
 export interface ChatToolOffer {
@@ -17,6 +25,8 @@ export interface ChatToolOffer {
   withdrawn: IgnoredParam[];
   /** The names of the withdrawn tools, which a tool_choice may not force. */
   withdrawnNames: Set<string>;
+  /** The priced server tools served on pass-through, by family, with their `max_uses` (null: none set): the hold covers them. */
+  serverTools?: Record<string, number | null>;
 }
 
 /**
@@ -51,11 +61,14 @@ export function chatTools(tools: unknown): ChatToolOffer {
 }
 
 /**
- * The tools of a request passed through to an `anthropic` upstream: as sent, typed client tools included, but
- * server tools, withdrawn and named as on a translated upstream: Anthropic bills their use (searches, container
- * time) apart from tokens, which the gateway's charge cannot cover (docs/messages.md, "Pass-through").
+ * The tools of a request passed through to an `anthropic` upstream: as sent, typed client tools included. A server
+ * tool whose uses Anthropic counts (web search, web fetch) and whose fee `model` prices (`tool_fees`) is served: it
+ * stays in the body, and `serverTools` names it with its `max_uses` for the hold; the charge adds uses × fee from the
+ * answer (DESIGN.md section 12.2). Every other server tool is withdrawn and named as on a translated upstream:
+ * Anthropic bills its use apart from tokens, which the charge could not cover (docs/messages.md, "Pass-through").
+ * Without a model (a model whose deployments are not all `anthropic`), none is served.
  */
-export function passThroughTools(tools: unknown): ChatToolOffer {
+export function passThroughTools(tools: unknown, model?: CatalogEntry): ChatToolOffer {
   const offer: ChatToolOffer = { tools: undefined, withdrawn: [], withdrawnNames: new Set() };
   if (tools === undefined || tools === null) return offer;
   if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
@@ -64,7 +77,13 @@ export function passThroughTools(tools: unknown): ChatToolOffer {
     if (!isJsonObject(tool)) throw invalidField(`tools[${i}]`, 'a tool must be an object.');
     const type = tool.type;
     if (typeof type === 'string' && type !== 'custom' && !CLIENT_TYPED.test(type)) {
-      offer.withdrawn.push({ name: `tools:${type}`, label: `tools:${serverToolFamily(type)}` });
+      const family = serverToolFamily(type);
+      if (model && COUNTED_SERVER_TOOLS.has(family) && toolFee(model, family) !== undefined) {
+        servedTool(offer, family, tool.max_uses, i);
+        offered.push(tool);
+        return;
+      }
+      offer.withdrawn.push({ name: `tools:${type}`, label: `tools:${family}` });
       if (typeof tool.name === 'string') offer.withdrawnNames.add(tool.name);
       return;
     }
@@ -72,6 +91,16 @@ export function passThroughTools(tools: unknown): ChatToolOffer {
   });
   if (offered.length > 0) offer.tools = offered;
   return offer;
+}
+
+/** A served server tool's family and `max_uses` (a positive whole number, or none); two of one family add up. */
+function servedTool(offer: ChatToolOffer, family: string, maxUses: unknown, i: number): void {
+  if (maxUses !== undefined && maxUses !== null && !(typeof maxUses === 'number' && Number.isSafeInteger(maxUses) && maxUses > 0)) {
+    throw invalidField(`tools[${i}].max_uses`, 'max_uses must be a positive integer.');
+  }
+  const served = (offer.serverTools ??= {});
+  const uses = typeof maxUses === 'number' ? maxUses : null;
+  served[family] = family in served ? (served[family] === null || uses === null ? null : served[family]! + uses) : uses;
 }
 
 /** A passed-through tool_choice: as sent, unless it forces a withdrawn tool (400). */

@@ -3,6 +3,7 @@ import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
 import { IgnoredParamsReport } from '../chat/ignored-params';
+import { refuseUnpricedBetas } from '../chat/price-options-check';
 import { SseWriter } from '../chat/sse';
 import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
@@ -61,6 +62,8 @@ export class MessagesController {
   })
   async create(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(MessagesRequestPipe) request: MessagesRequest): Promise<void> {
     const { chat, ignored } = request;
+    // A beta that changes the price, such as fast mode's, is the body's options' kin: refused unless priced (DESIGN.md 12.2).
+    refuseUnpricedBetas(chat.model, req.headers['anthropic-beta']);
     if (request.passThroughBody) chat.passThrough = passThroughOf(req, request.passThroughBody);
     const call = chatCall('/v1/messages', req, res.raw, meter, chat);
     this.ignoredParams.report('/v1/messages', res.raw, ignored);

@@ -125,6 +125,12 @@ export class MetricsService {
     labelNames: ['route', 'param'] as const,
     registers: [this.registry],
   });
+  private readonly unpricedAnswers = new Counter({
+    name: 'gateway_unpriced_answers_total',
+    help: 'Answers that reported a price option (service_tier, speed, inference_geo) or server tool their catalog entry does not price: charged at standard prices (DESIGN.md 12.2), by catalog model and option.',
+    labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
+  });
 
   private readonly pendingWrites = new Gauge({
     name: 'gateway_pending_writes',
@@ -212,6 +218,11 @@ export class MetricsService {
   /** Tool calls from an upstream whose arguments were not a JSON object (never their content: it may hold user data). */
   upstreamToolArgumentsMalformed(endpoint: string, model: string, calls: number): void {
     this.malformedToolArguments.inc({ endpoint: endpointLabel(endpoint), model: this.modelLabel(model) }, calls);
+  }
+
+  /** `reason`: what was unpriced, as `service_tier:flex` or `tool:web_fetch`; counted by its option or `tool` (a closed set). */
+  answerUnpriced(model: string, reason: string): void {
+    this.unpricedAnswers.inc({ model: this.modelLabel(model), reason: reason.slice(0, reason.indexOf(':')) });
   }
 
   paramIgnored(route: string, param: string): void {

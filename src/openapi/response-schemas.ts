@@ -36,6 +36,13 @@ const usageTotals: Record<string, SchemaObject> = {
   cost_usd: string,
 };
 
+/** The server tools the upstream ran (DESIGN.md section 12.2), by tool: their uses and fees. */
+const toolUses: SchemaObject = {
+  type: 'object',
+  description: 'Server tools the upstream ran, by tool (web_search): uses, and their fees in USD (part of cost_usd)',
+  additionalProperties: object({ uses: integer, cost_usd: string }),
+};
+
 /** One request of the usage view (the latest requests, and the dashboard's pages of them). */
 export const usageRequest = object({
   request_id: string,
@@ -52,13 +59,18 @@ export const usageRequest = object({
   cost_usd: string,
   latency_ms: integer,
   streamed: boolean,
+  price_variants: {
+    ...listOf({ type: 'object', description: "A catalog price variant's `when` (service_tier, speed, inference_geo, prompt_tokens_over)" }),
+    description: 'The price variants the charge applied, in catalog order; empty: the flat prices',
+  },
+  tool_uses: toolUses,
   created_at: string,
 });
 
 const usageSummaryProperties: Record<string, SchemaObject> = {
   from: string,
   to: string,
-  totals: object(usageTotals),
+  totals: object({ ...usageTotals, tool_uses: toolUses }),
   by_key: listOf(
     object({
       key_id: string,

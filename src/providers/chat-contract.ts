@@ -78,6 +78,23 @@ export const NATIVE_EVENT: unique symbol = Symbol('native event');
 /** A stream's usage so far (a native stream reports its input before its output): charged if the stream ends early. */
 export const PARTIAL_USAGE: unique symbol = Symbol('partial usage');
 
+/**
+ * What an answer reports about its price (DESIGN.md section 12.2), read by a provider from its native answer:
+ * Anthropic's `usage.service_tier`, `usage.speed`, `usage.inference_geo` and `usage.server_tool_use.*_requests`
+ * (as `tool_uses`, by tool: `web_search`), Gemini's `x-gemini-service-tier` header, Bedrock's `serviceTier`. An
+ * OpenAI-shaped answer says its tier in its own `service_tier` field instead. In a stream, any chunk may carry
+ * them; a later one wins, field by field.
+ */
+export const PRICE_FACTS: unique symbol = Symbol('price facts');
+
+export interface AnswerPriceFacts {
+  service_tier?: string;
+  speed?: string;
+  inference_geo?: string;
+  /** Uses of each server tool the upstream ran, by tool family (`web_search`, `web_fetch`). */
+  tool_uses?: Record<string, number>;
+}
+
 /** One event of a native stream as it came: its name, its data as sent, and that data parsed (for the route to relabel `model`). */
 export interface NativeEvent {
   event: string;
@@ -89,6 +106,7 @@ export interface NativeEvent {
 export interface ChatCompletion {
   /** The upstream's own answer, when it is in the client's dialect. */
   [NATIVE_ANSWER]?: Record<string, unknown>;
+  [PRICE_FACTS]?: AnswerPriceFacts;
   id?: string;
   object?: string;
   created?: number;
@@ -133,6 +151,7 @@ export interface ChatChunk {
   [NATIVE_EVENT]?: NativeEvent;
   /** The usage known so far, not final: a stream cut after it is charged for it and the gateway's count of the rest. */
   [PARTIAL_USAGE]?: ChatUsage;
+  [PRICE_FACTS]?: AnswerPriceFacts;
   id?: string;
   object?: string;
   created?: number;

@@ -15,9 +15,10 @@ const REFUSED: Record<string, { asked(value: unknown): boolean; why: string }> =
 };
 
 /**
- * Accepted and not used (DESIGN.md section 11): tuning of OpenAI's own service, outputs the gateway cannot
- * make, `store: true` (nothing is kept) and `truncation: "auto"` (nothing is dropped). Any other field the
- * gateway does not know is ignored too, under the metric label `other`.
+ * Accepted and not used (DESIGN.md section 11): tuning of OpenAI's own service (a standard `service_tier`: a priced
+ * one is served, an unpriced one refused, DESIGN.md section 12.2), outputs the gateway cannot make, `store: true`
+ * (nothing is kept) and `truncation: "auto"` (nothing is dropped). Any other field the gateway does not know is
+ * ignored too, under the metric label `other`.
  */
 const IGNORED = [
   'client_metadata', 'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier', 'service_tier',
@@ -47,9 +48,10 @@ export function refuseUnservedFields(fields: Record<string, unknown>): void {
 /**
  * What the request asked for and the gateway does not use, in request order: top-level fields, `include` values
  * as `include:<value>`, withdrawn tools where `tools` stands (where `input` stands when only its items offer
- * tools), and the parts of `text` and `reasoning` that ask for what chat cannot give.
+ * tools), and the parts of `text` and `reasoning` that ask for what chat cannot give. `carried`: fields of the
+ * ignored list that this request has served (a priced `service_tier`).
  */
-export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[]): IgnoredParam[] {
+export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[], carried: readonly string[] = []): IgnoredParam[] {
   const ignored: IgnoredParam[] = [];
   const add = (name: string) => ignored.push(ignoredParam(name, KNOWN_IGNORED));
   const toolsAt = isSet(fields.tools) ? 'tools' : 'input';
@@ -59,7 +61,7 @@ export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: r
     if (name === 'tools') continue;
     if (name === 'include') for (const included of includeValues(value)) add(`include:${included}`);
     else if (name === 'text' || name === 'reasoning') for (const part of ignoredParts(name, value)) add(part);
-    else if (!SERVED.has(name)) add(name);
+    else if (!SERVED.has(name) && !carried.includes(name)) add(name);
   }
   return ignored;
 }

@@ -32,9 +32,19 @@ function pipe(): ResponsesRequestPipe {
   return new ResponsesRequestPipe(new CatalogService(config));
 }
 
-function refusal(body: unknown): { code: string; param: string | null | undefined; message: string } {
+/** A pipe over a catalog whose `tiered` model prices OpenAI's fast tier (and Anthropic's fast mode, which is not Responses'). */
+function tieredPipe(): ResponsesRequestPipe {
+  const prices = { kind: 'chat', provider: 'local', upstream_model: 'dev-echo', input_price_per_million: 1, output_price_per_million: 2, max_output_tokens: 100 };
+  const config = validateGatewayConfig({
+    providers: { local: { type: 'local' } },
+    catalog: [{ id: 'tiered', ...prices, price_variants: [{ when: { service_tier: ['priority', 'fast'] }, multiplier: 2 }, { when: { speed: 'fast' }, multiplier: 6 }] }],
+  });
+  return new ResponsesRequestPipe(new CatalogService(config));
+}
+
+function refusal(body: unknown, sut = pipe()): { code: string; param: string | null | undefined; message: string } {
   try {
-    pipe().transform(body);
+    sut.transform(body);
   } catch (err) {
     const e = err as GatewayError;
     return { code: e.code, param: e.param, message: e.message };
@@ -77,6 +87,34 @@ describe(ResponsesRequestPipe.name, () => {
       ['a name offered twice', [ADDITIONAL_TOOLS, { ...ADDITIONAL_TOOLS, tools: [{ type: 'function', name: 'functions__wait' }] }, USER], 'input[1].tools[0].name', 'invalid_request_error'],
     ])('refuses %s with 400, naming the field', (_case, input, param, code) => {
       expect(refusal({ model: 'dev-echo', input })).toMatchObject({ code, param });
+    });
+  });
+
+  describe('service_tier, which changes the price (DESIGN.md section 12.2)', () => {
+    it('carries a priced tier to the chat body and priceOptions, not named as ignored', () => {
+      const request = tieredPipe().transform({ model: 'tiered', input: 'hi', service_tier: 'priority' });
+      expect(request.chat.body.service_tier).toBe('priority');
+      expect(request.chat.priceOptions).toEqual({ service_tier: 'priority' });
+      expect(request.ignored).toEqual([]);
+    });
+
+    it('ignores a standard tier as before: named, not carried, no priceOptions', () => {
+      const request = pipe().transform({ model: 'dev-echo', input: 'hi', service_tier: 'default' });
+      expect(request.chat.body).not.toHaveProperty('service_tier');
+      expect(request.chat.priceOptions).toBeUndefined();
+      expect(request.ignored.map((p) => p.name)).toEqual(['service_tier']);
+    });
+
+    it('refuses a tier the model does not price, before translating anything', () => {
+      expect(refusal({ model: 'dev-echo', input: 'hi', service_tier: 'flex' })).toMatchObject({ code: 'unsupported_parameter', param: 'service_tier' });
+      expect(refusal({ model: 'tiered', input: 'hi', service_tier: 'flex' }, tieredPipe())).toMatchObject({ code: 'unsupported_parameter', param: 'service_tier' });
+    });
+
+    it("leaves Anthropic's speed, not a Responses field, ignored and never sent", () => {
+      const request = tieredPipe().transform({ model: 'tiered', input: 'hi', speed: 'fast' });
+      expect(request.chat.body).not.toHaveProperty('speed');
+      expect(request.chat.priceOptions).toBeUndefined();
+      expect(request.ignored.map((p) => p.name)).toEqual(['speed']);
     });
   });
 });

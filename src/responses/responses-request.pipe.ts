@@ -1,6 +1,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ChatRequest, requestedChatModel } from '../chat/chat-request.pipe';
 import { IgnoredParam } from '../chat/ignored-params';
+import { pricedOptions } from '../chat/price-options-check';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { invalidField } from '../errors';
 import { CatalogService } from '../models/catalog.service';
@@ -53,6 +54,8 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
     if (problem) throw invalidField(problem.path, `${problem.message}.`);
     const checked = fields as CheckedResponsesFields;
     checkMetadata(isJsonObject(fields.metadata) ? fields.metadata : null);
+    // OpenAI's tier is the dialect's one price-changing option: a priced one goes to the chat body, as a chat client's would.
+    const priceOptions = pricedOptions(model, fields, ['service_tier']);
     const chatBody: ChatRequestBody = { model: model.id, messages: chatMessages(checked.instructions, fields.input) };
     const offer = chatTools(offeredToolLists(fields.tools, fields.input));
     const toolChoice = chatToolChoice(fields.tool_choice, offer);
@@ -70,10 +73,14 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
       parallel_tool_calls: offer.tools ? checked.parallel_tool_calls : undefined,
       response_format: responseFormat,
       reasoning_effort: typeof reasoningEffort === 'string' ? reasoningEffort : undefined,
+      service_tier: priceOptions?.service_tier,
     });
     return {
       // Usage is always asked of the upstream: response.completed carries it.
-      chat: { model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_output_tokens ?? null, maxTokensParam: 'max_output_tokens', choices: 1 },
+      chat: {
+        model, body: chatBody, stream: checked.stream === true, includeUsage: true, maxTokens: checked.max_output_tokens ?? null, maxTokensParam: 'max_output_tokens', choices: 1,
+        ...(priceOptions && { priceOptions }),
+      },
       echo: {
         instructions: checked.instructions ?? null,
         max_output_tokens: checked.max_output_tokens ?? null,
@@ -87,7 +94,7 @@ export class ResponsesRequestPipe implements PipeTransform<unknown, ResponsesReq
         ...(typeof checked.user === 'string' ? { user: checked.user } : {}),
       },
       toolShapes: offer.shapes,
-      ignored: ignoredFields(fields, offer.withdrawn),
+      ignored: ignoredFields(fields, offer.withdrawn, priceOptions ? ['service_tier'] : []),
     };
   }
 }

@@ -1,7 +1,8 @@
 import { costPicosByClass } from '../billing/request-cost';
-import { tokenPrices } from '../billing/token-prices';
+import { variantPrices } from '../billing/token-prices';
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import { microsToUsd } from '../common/money';
+import { canonicalJson } from '../common/json/canonical-json';
+import type { ToolUse } from '../usage/usage-record';
 
 /** One ledger movement as read for a statement: the entry, and its request's usage record when it is a charge. */
 export interface LedgerMovementRow {
@@ -22,6 +23,9 @@ export interface LedgerMovementRow {
   audio_input_tokens: number | null;
   audio_output_tokens: number | null;
   reasoning_tokens: number | null;
+  /** The price variants the charge applied (their `when`) and the server tools' uses and µUSD (DESIGN.md 12.2). */
+  price_variants: object[] | null;
+  tool_uses: Record<string, ToolUse> | null;
 }
 
 /** The token classes a statement shows, each with its own price (docs/billing.md, "Token classes"). */
@@ -41,12 +45,15 @@ export interface StatementMovement {
   endpoint: string | null;
   /** Tokens by class (a charge's); the reasoning tokens are a part of the output, shown apart. */
   tokens: (Record<TokenClass, number> & { reasoning: number }) | null;
+  /** The price variants the charge applied, by their `when` (DESIGN.md section 12.2); empty: the flat prices. */
+  price_variants: object[];
   /**
-   * Each class's cost in µUSD, exact (up to 6 decimals: pico-USD), at the catalog's prices of today; their sum
-   * rounded up once is the charge, unless the prices changed since or the charge was capped at its hold. Null
-   * for a model no longer in the catalog.
+   * Each class's cost in µUSD, exact (6 decimals, more when a variant's multiplier needs them), at the catalog's
+   * prices of today under the variants applied, and each server tool's fees (`tool:web_search`) as charged; the
+   * classes' sum rounded up once, plus the tools', is the charge, unless the prices changed since or the charge
+   * was capped at its hold. Null for a model no longer in the catalog.
    */
-  micros_by_class: Record<TokenClass, string> | null;
+  micros_by_class: (Record<TokenClass, string> & Record<string, string>) | null;
 }
 
 export function statementMovement(row: LedgerMovementRow, model: CatalogEntry | undefined): StatementMovement {
@@ -62,8 +69,27 @@ export function statementMovement(row: LedgerMovementRow, model: CatalogEntry | 
     model: row.model,
     endpoint: row.endpoint,
     tokens,
-    micros_by_class: tokens && model?.kind === 'chat' ? microsByClass(row, model) : null,
+    price_variants: row.price_variants ?? [],
+    micros_by_class: tokens && model?.kind === 'chat' ? { ...microsByClass(row, model), ...toolMicros(row.tool_uses) } : null,
   };
+}
+
+/** Each server tool's fees as charged, `tool:<name>` → µUSD with six decimals. */
+function toolMicros(tools: Record<string, ToolUse> | null): Record<string, string> {
+  const micros: Record<string, string> = {};
+  for (const [name, use] of Object.entries(tools ?? {})) micros['tool:' + name] = BigInt(use.micros).toString() + '.000000';
+  return micros;
+}
+
+/** The bitmask of the entry's variants whose `when` the record names (variants since removed from the catalog count for nothing). */
+function appliedMask(model: CatalogEntry, applied: object[] | null): number {
+  if (!applied || applied.length === 0 || !model.price_variants) return 0;
+  const named = new Set(applied.map(canonicalJson));
+  let mask = 0;
+  model.price_variants.forEach(({ when }, i) => {
+    if (named.has(canonicalJson({ ...when }))) mask |= 1 << i;
+  });
+  return mask;
 }
 
 function classTokens(row: LedgerMovementRow): Record<TokenClass, number> & { reasoning: number } {
@@ -83,6 +109,7 @@ function classTokens(row: LedgerMovementRow): Record<TokenClass, number> & { rea
 
 /** The one cost function's terms (billing's costPicosByClass), as exact decimal µUSD. */
 function microsByClass(row: LedgerMovementRow, model: CatalogEntry): Record<TokenClass, string> {
+  const prices = variantPrices(model, appliedMask(model, row.price_variants));
   const c = costPicosByClass(
     {
       promptTokens: row.prompt_tokens ?? 0,
@@ -94,22 +121,33 @@ function microsByClass(row: LedgerMovementRow, model: CatalogEntry): Record<Toke
       audioOutputTokens: row.audio_output_tokens ?? 0,
       reasoningTokens: row.reasoning_tokens ?? 0,
     },
-    tokenPrices(model),
+    prices,
   );
+  const micros = (scaled: bigint) => picosToMicros(scaled, prices.scale);
   return {
-    input: picosToMicros(c.input),
-    cached_input: picosToMicros(c.cachedInput),
-    cache_write_5m: picosToMicros(c.cacheWrite),
-    cache_write_1h: picosToMicros(c.cacheWrite1h),
-    audio_input: picosToMicros(c.audioInput),
-    output: picosToMicros(c.output),
-    audio_output: picosToMicros(c.audioOutput),
+    input: micros(c.input),
+    cached_input: micros(c.cachedInput),
+    cache_write_5m: micros(c.cacheWrite),
+    cache_write_1h: micros(c.cacheWrite1h),
+    audio_input: micros(c.audioInput),
+    output: micros(c.output),
+    audio_output: micros(c.audioOutput),
   };
 }
 
-/** Pico-USD as µUSD with six decimals ("12.345678"): microsToUsd's arithmetic, one unit down. */
-function picosToMicros(picos: bigint): string {
-  return microsToUsd(picos);
+/**
+ * Pico-USD × `scale` (a power of 10^6: token-prices.ts) as exact µUSD: six decimals ("12.345678"), more only when
+ * a variant's multiplier made finer parts ("12.3456785").
+ */
+function picosToMicros(scaled: bigint, scale: bigint): string {
+  const denominator = scale * 1_000_000n;
+  const decimals = denominator.toString().length - 1;
+  const digits = (scaled % denominator).toString().padStart(decimals, '0');
+  let end = digits.length;
+  while (end > 6 && digits[end - 1] === '0') end--;
+  const fraction = digits.slice(0, end);
+  const whole = scaled / denominator;
+  return `${whole}.${fraction}`;
 }
 
 /** The CSV columns, in order: the movement's fields, then tokens and µUSD by class. */
@@ -127,7 +165,17 @@ export const CSV_COLUMNS = [
   ...CLASSES.map((c) => `${c}_tokens`),
   'reasoning_tokens',
   ...CLASSES.map((c) => `${c}_micros`),
+  'tool_micros',
+  'price_variants',
 ] as const;
+
+/** The server tools' fees of a movement, summed (µUSD, six decimals); empty when no tool ran. */
+function toolsMicros(m: StatementMovement): string {
+  const tools = Object.entries(m.micros_by_class ?? {}).filter(([name]) => name.startsWith('tool:'));
+  if (tools.length === 0) return '';
+  const sum = tools.reduce((total, [, micros]) => total + BigInt(micros.split('.')[0]), 0n);
+  return sum.toString() + '.000000';
+}
 
 /** One CSV line (RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled). */
 export function csvLine(fields: (string | number | null | undefined)[]): string {
@@ -137,7 +185,8 @@ export function csvLine(fields: (string | number | null | undefined)[]): string 
 export function movementCsv(m: StatementMovement): string {
   const tokens = CLASSES.map((c) => m.tokens?.[c]);
   const micros = CLASSES.map((c) => m.micros_by_class?.[c]);
-  return csvLine(['movement', m.id, m.at, m.kind, m.amount_micros, m.balance_after_micros, m.request_id, m.key_id, m.model, m.endpoint, ...tokens, m.tokens?.reasoning, ...micros]);
+  const variants = m.price_variants.length > 0 ? JSON.stringify(m.price_variants) : '';
+  return csvLine(['movement', m.id, m.at, m.kind, m.amount_micros, m.balance_after_micros, m.request_id, m.key_id, m.model, m.endpoint, ...tokens, m.tokens?.reasoning, ...micros, toolsMicros(m), variants]);
 }
 
 /** The opening or closing balance as a CSV row: its µUSD in amount_micros and balance_after_micros. */

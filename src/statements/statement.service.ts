@@ -83,7 +83,7 @@ export class StatementService {
       `SELECT l.id::text AS id, l.created_at, l.kind, l.amount_micros::text AS amount_micros,
               l.balance_after_micros::text AS balance_after_micros, l.request_id,
               u.key_id, u.model, u.endpoint, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens,
-              u.cache_write_1h_tokens, u.audio_input_tokens, u.audio_output_tokens, u.reasoning_tokens
+              u.cache_write_1h_tokens, u.audio_input_tokens, u.audio_output_tokens, u.reasoning_tokens, u.price_variants, u.tool_uses
          FROM ledger_entries l
          LEFT JOIN usage_records u ON u.request_id = l.request_id
         WHERE l.account_id = $1 AND l.created_at >= $2 AND l.created_at < $3 AND l.id > $4

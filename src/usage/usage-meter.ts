@@ -3,7 +3,7 @@ import { CLIENT_CLOSED_REQUEST } from '../common/http/client-abort';
 import { AuthContext, GatewayRequest } from '../common/http/gateway-request';
 import { pathOf } from '../common/http/url-path';
 import { storableText } from '../common/storable-text';
-import { MAX_RECORDED_MODEL_LENGTH, NO_TOKENS, TokenUsage, UsageRecordValues } from './usage-record';
+import { MAX_RECORDED_MODEL_LENGTH, NO_TOKENS, PricedAs, TokenUsage, ToolUse, UsageRecordValues } from './usage-record';
 
 /** Writes a request's record together with its charge (billing's settlement); resolves to the charge. */
 export type ChargeWriter = (record: UsageRecordValues) => Promise<bigint>;
@@ -52,6 +52,7 @@ export class UsageMeter {
   private deployment: string | null = null;
   private attempts: number | null = null;
   private tokens: TokenUsage = NO_TOKENS;
+  private pricedAs: PricedAs | null = null;
   private errorCode: string | null = null;
   private charge: ChargeWriter | null = null;
   private status: number | null = null;
@@ -99,8 +100,9 @@ export class UsageMeter {
   }
 
   /** The request used these tokens (by class); its record is written by `charge`, with what it charged. */
-  charged(tokens: TokenUsage, charge: ChargeWriter): void {
+  charged(tokens: TokenUsage, charge: ChargeWriter, pricedAs: PricedAs | null = null): void {
     this.tokens = tokens;
+    this.pricedAs = pricedAs;
     this.charge = charge;
   }
 
@@ -155,6 +157,7 @@ export class UsageMeter {
       streamed: this.streamed,
       deployment: this.deployment,
       attempts: this.attempts,
+      ...pricedColumns(this.pricedAs),
     };
   }
 }
@@ -180,3 +183,11 @@ function endpointOf(request: MeteredRequest): string {
 
 /** Each route's endpoint, worked out once: the routes are the app's own, a few dozen. */
 const ENDPOINTS = new Map<string, string>();
+
+/** The record's price_variants and tool_uses: null when the flat prices applied and no server tool ran. */
+function pricedColumns(pricedAs: PricedAs | null): Pick<UsageRecordValues, 'price_variants' | 'tool_uses'> {
+  if (!pricedAs) return { price_variants: null, tool_uses: null };
+  const tools: Record<string, ToolUse> = {};
+  for (const { name, uses, micros } of pricedAs.tools) tools[name] = { uses, micros: micros.toString() };
+  return { price_variants: pricedAs.variants.length > 0 ? pricedAs.variants : null, tool_uses: pricedAs.tools.length > 0 ? tools : null };
+}

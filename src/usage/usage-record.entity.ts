@@ -1,3 +1,4 @@
+import type { ToolUse } from './usage-record';
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /** One row per authenticated request, failures included (DESIGN.md section 8). */
@@ -30,5 +31,8 @@ export class UsageRecord {
   /** The deployment (`provider/upstream_model`) that served, or last failed, the request. */
   @Column('text', { nullable: true }) deployment: string | null;
   @Column('smallint', { nullable: true }) attempts: number | null;
+  /** The price variants the charge applied (their `when`) and the server tools' uses and µUSD (DESIGN.md 12.2); null: none. */
+  @Column('jsonb', { name: 'price_variants', nullable: true }) priceVariants: object[] | null;
+  @Column('jsonb', { name: 'tool_uses', nullable: true }) toolUses: Record<string, ToolUse> | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

@@ -55,12 +55,28 @@ export interface UsageRecordValues {
   /** The deployment that served (or last failed) the request and the attempts it took; null without an upstream call. */
   deployment?: string | null;
   attempts?: number | null;
+  /** The price variants applied (their `when`, DESIGN.md section 12.2); null: the flat prices. */
+  price_variants?: object[] | null;
+  /** The server tools the upstream ran: uses, and their fees in µUSD; null: none. */
+  tool_uses?: Record<string, ToolUse> | null;
+}
+
+/** A server tool's part of a charge: its uses and their fees, µUSD as decimal text. */
+export interface ToolUse {
+  uses: number;
+  micros: string;
+}
+
+/** How a charge was priced beyond its tokens (request-cost.ts RequestCost): what its usage record keeps. */
+export interface PricedAs {
+  variants: object[];
+  tools: { name: string; uses: number; micros: bigint }[];
 }
 
 const USAGE_RECORD_COLUMNS: (keyof UsageRecordValues)[] = [
   'request_id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'prompt_tokens',
   'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'audio_input_tokens',
-  'audio_output_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed', 'deployment', 'attempts',
+  'audio_output_tokens', 'audio_seconds', 'input_chars', 'latency_ms', 'streamed', 'deployment', 'attempts', 'price_variants', 'tool_uses',
 ];
 
 /**

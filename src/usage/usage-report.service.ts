@@ -5,6 +5,7 @@ import { ErrorCode, GatewayError } from '../errors';
 import { microsToUsd } from '../common/money';
 import { monthKey } from '../common/month';
 import { CatalogService } from '../models/catalog.service';
+import type { ToolUse } from './usage-record';
 
 /** How many of the latest requests a summary holds; the rest are read page by page with `latestPage`. */
 export const LATEST_LIMIT = 50;
@@ -99,8 +100,14 @@ export class UsageReportService {
   async summary(accountId: string, period: UsagePeriod) {
     const params = [accountId, period.from, period.to];
     const totalsSql = totalsColumns('');
-    const [totals, byKey, byModel, byEndpoint, daily, latest] = await Promise.all([
+    const [totals, tools, byKey, byModel, byEndpoint, daily, latest] = await Promise.all([
       this.db.query(`SELECT ${totalsSql} FROM usage_records WHERE ${IN_PERIOD}`, params),
+      // The server tools' uses and fees of the period (DESIGN.md section 12.2), by tool: part of cost_usd.
+      this.db.query(
+        `SELECT t.key AS name, SUM((t.value->>'uses')::bigint)::text AS uses, SUM((t.value->>'micros')::numeric)::text AS micros
+           FROM usage_records, jsonb_each(tool_uses) AS t WHERE tool_uses IS NOT NULL AND ${IN_PERIOD} GROUP BY 1 ORDER BY 1`,
+        params,
+      ),
       // Each key's spend this UTC month against its own limit (key controls), whatever the period asked for.
       this.db.query(
         `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, k.monthly_limit_micros,
@@ -135,7 +142,7 @@ export class UsageReportService {
     return {
       from: period.from.toISOString(),
       to: period.to.toISOString(),
-      totals: renderTotals(totals[0]),
+      totals: { ...renderTotals(totals[0]), tool_uses: renderToolUses(Object.fromEntries(tools.map((t: ToolUse & { name: string }) => [t.name, t]))) },
       by_key: byKey.map((r: TotalsRow & KeyRow) => ({
         key_id: r.key_id,
         key_name: r.key_name,
@@ -175,7 +182,7 @@ export class UsageReportService {
     }
     const rows: Record<string, unknown>[] = await this.db.query(
       `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ${TOKEN_CLASSES.join(', ')},
-              audio_seconds, input_chars, cost_micros, latency_ms, streamed, created_at
+              audio_seconds, input_chars, cost_micros, latency_ms, streamed, price_variants, tool_uses, created_at
          FROM usage_records WHERE ${IN_PERIOD} ${beforeCursor}
         ORDER BY created_at DESC, id DESC LIMIT $4`,
       params,
@@ -263,6 +270,16 @@ function renderRequest(r: Record<string, unknown>) {
     cost_usd: microsToUsd(r.cost_micros as string),
     latency_ms: r.latency_ms,
     streamed: r.streamed,
+    // How the charge was priced beyond the flat prices (DESIGN.md section 12.2): the variants' `when`, the tools' uses.
+    price_variants: r.price_variants ?? [],
+    tool_uses: renderToolUses(r.tool_uses as Record<string, ToolUse> | null),
     created_at: (r.created_at as Date).toISOString(),
   };
+}
+
+/** Each server tool's uses and their fees in USD (six decimals), by tool. */
+function renderToolUses(tools: Record<string, ToolUse> | null): Record<string, { uses: number; cost_usd: string }> {
+  const rendered: Record<string, { uses: number; cost_usd: string }> = {};
+  for (const [name, { uses, micros }] of Object.entries(tools ?? {})) rendered[name] = { uses: Number(uses), cost_usd: microsToUsd(micros) };
+  return rendered;
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { WEB_SEARCH_TYPES } from './fake-anthropic-search';
 import { FakeRefusal as RequestError } from './fake-server';
 import { fakeTokenCount } from './fake-tokens';
 
@@ -22,22 +23,60 @@ export { FakeRefusal as RequestError } from './fake-server';
  * @anthropic-ai/sdk 1.x sends (its client.js); any other is 400 `anthropic-version: "<v>" is not a valid version`.
  */
 export const ANTHROPIC_VERSIONS = ['2023-01-01', '2023-06-01', '2026-10-21'];
-/** The Messages API's top-level fields (https://docs.anthropic.com/en/api/messages); any other is refused. */
+/**
+ * The Messages API's top-level fields (https://docs.anthropic.com/en/api/messages; `speed`: fast mode,
+ * https://platform.claude.com/docs/en/build-with-claude/fast-mode); any other is refused.
+ */
 const MESSAGES_FIELDS = new Set([
   'model', 'messages', 'max_tokens', 'system', 'metadata', 'stop_sequences', 'stream', 'temperature', 'top_k', 'top_p', 'tools', 'tool_choice',
-  'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management', 'cache_control', 'output_config', 'output_format', 'inference_geo',
+  'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management', 'cache_control', 'output_config', 'output_format', 'inference_geo', 'speed',
 ]);
+/**
+ * Fast mode's beta (https://platform.claude.com/docs/en/build-with-claude/fast-mode): `speed` is a field of the Messages
+ * API only under it, as the SDK's MessageCreateParams says ("require the fast-mode-2026-02-01 beta header for any
+ * `speed` value"); without it the field is unknown, "speed: Extra inputs are not permitted", as any beta field is.
+ */
+export const FAST_MODE_BETA = 'fast-mode-2026-02-01';
+/**
+ * The models that take `inference_geo`: Claude Opus 4.6, Sonnet 4.6 and later; the older ones answer 400
+ * (https://platform.claude.com/docs/en/build-with-claude/data-residency). The wording of that 400 is the fake's own.
+ */
+const NO_INFERENCE_GEO = new Set(['claude-opus-4-5', 'claude-sonnet-4-5', 'claude-sonnet-4-5-20250929', 'claude-haiku-4-5', 'claude-haiku-4-5-20251001', 'claude-opus-4-1']);
 /** count_tokens' fields (https://docs.anthropic.com/en/api/messages-count-tokens). */
 const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'context_management', 'cache_control', 'output_config', 'output_format']);
 
-/** The body of a Messages or count_tokens request as Anthropic checks it; throws the RequestError it answers. */
-export function checkBody(body: any, route: 'messages' | 'count'): void {
+/**
+ * The body of a Messages or count_tokens request as Anthropic checks it, under the request's `anthropic-beta` values;
+ * throws the RequestError it answers.
+ */
+export function checkBody(body: any, route: 'messages' | 'count', betas: readonly string[] = []): void {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RequestError(400, 'invalid_request_error', 'There was an issue with the request body: it is not a JSON object.');
   }
-  const extra = Object.keys(body).find((field) => !(route === 'messages' ? MESSAGES_FIELDS : COUNT_FIELDS).has(field));
+  const fields = route === 'messages' ? MESSAGES_FIELDS : COUNT_FIELDS;
+  const extra = Object.keys(body).find((field) => !fields.has(field) || (field === 'speed' && !betas.includes(FAST_MODE_BETA)));
   if (extra !== undefined) throw new RequestError(400, 'invalid_request_error', `${extra}: Extra inputs are not permitted`);
   validateBody(body, route);
+  if (route === 'messages') checkPriceOptions(body);
+}
+
+/** The `anthropic-beta` header's values (comma-separated, in one header or several). */
+export function betasOf(header: string | string[] | undefined): string[] {
+  return [header ?? []].flat().flatMap((h) => h.split(',')).map((b) => b.trim()).filter(Boolean);
+}
+
+/**
+ * The options that change the price, in the values the SDK's MessageCreateParams names: `service_tier` `auto` or
+ * `standard_only` (https://docs.claude.com/en/api/service-tiers), `speed` `standard` or `fast`, `inference_geo`
+ * `global` or `us` on the models that take it.
+ */
+function checkPriceOptions(body: any): void {
+  const bad = (message: string) => new RequestError(400, 'invalid_request_error', message);
+  if (body.service_tier !== undefined && body.service_tier !== 'auto' && body.service_tier !== 'standard_only') throw bad("service_tier: Input should be 'auto' or 'standard_only'");
+  if (body.speed !== undefined && body.speed !== null && body.speed !== 'standard' && body.speed !== 'fast') throw bad("speed: Input should be 'standard' or 'fast'");
+  if (body.inference_geo === undefined || body.inference_geo === null) return;
+  if (body.inference_geo !== 'global' && body.inference_geo !== 'us') throw bad("inference_geo: Input should be 'global' or 'us'");
+  if (NO_INFERENCE_GEO.has(body.model)) throw bad(`inference_geo: not supported by model ${body.model}; use Claude Opus 4.6, Sonnet 4.6 or later`);
 }
 
 // ---- validation, as Anthropic answers (400 invalid_request_error; wording from its answers) ----
@@ -80,6 +119,10 @@ function validateBody(body: any, route: 'messages' | 'count'): void {
     body.tools.forEach((t: any, i: number) => {
       if (typeof t?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(t.name)) throw bad(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
       if ((t.type === undefined || t.type === 'custom') && (typeof t.input_schema !== 'object' || t.input_schema === null)) throw bad(`tools.${i}.custom.input_schema: Field required`);
+      if (WEB_SEARCH_TYPES.includes(t.type) && t.name !== 'web_search') throw bad(`tools.${i}.${t.type}.name: Input should be 'web_search'`);
+      if (WEB_SEARCH_TYPES.includes(t.type) && t.max_uses !== undefined && t.max_uses !== null && !(Number.isInteger(t.max_uses) && t.max_uses > 0)) {
+        throw bad(`tools.${i}.${t.type}.max_uses: Input should be greater than 0`);
+      }
       if (names.has(t.name)) throw bad('tools: Tool names must be unique.');
       names.add(t.name);
     });

@@ -1,7 +1,10 @@
-import { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { answerUsage, messageEvents, outputFor } from './fake-anthropic-answer';
+import { cacheUsage, InputUsage } from './fake-anthropic-cache';
+import { ANTHROPIC_VERSIONS, betasOf, checkBody, promptUnits, RequestError } from './fake-anthropic-request';
+import { searchCalls } from './fake-anthropic-search';
+import { AnthropicFailureMode, AnthropicRecordedRequest, AnthropicReply, ERROR_STATUS, FakeWebSearch } from './fake-anthropic-types';
 import { FakeServer, parseJson, readAll, sendRaw, serveAsProcess, sleep, splitUrl, write } from './fake-server';
-import { messageEvents, outputFor } from './fake-anthropic-answer';
-import { ANTHROPIC_VERSIONS, checkBody, promptUnits, RequestError, TTL_MS } from './fake-anthropic-request';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
@@ -21,91 +24,17 @@ import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
  *   an unknown top-level field is "<field>: Extra inputs are not permitted"; a model outside `fake.models` is 404
  *   `not_found_error`.
  * - Usage: input tokens counted by `fakeTokenCount` (fake-tokens.ts), cache reads and writes computed from the request's
- *   `cache_control` breakpoints against a per-instance prompt cache (`FakeAnthropic.usageFor`).
+ *   `cache_control` breakpoints against a per-instance prompt cache (`FakeAnthropic.usageFor`); `service_tier`,
+ *   `inference_geo`, `speed` and `server_tool_use` as the price options and server tools of the request and the
+ *   knobs below make them (fake-anthropic-answer.ts `answerUsage`). `speed` needs fast mode's beta header.
+ * - The web search server tool, run when a request offers it and `webSearch` says what it finds
+ *   (fake-anthropic-search.ts): server_tool_use and web_search_tool_result blocks, JSON and streamed.
  */
 
-export type AnthropicFailureMode =
-  | 'status400' // invalid_request_error carrying `failureMessage`
-  | 'status401' // authentication_error
-  | 'status403' // permission_error
-  | 'status404' // not_found_error
-  | 'status429' // rate_limit_error, with `retry-after: retryAfterS` and anthropic-ratelimit-* headers
-  | 'status500' // api_error
-  | 'status529' // overloaded_error
-  | 'cutStream' // a stream: N events (default: half of them), then the socket is destroyed; JSON: part of the body, then destroyed
-  | 'errorEvent' // a stream: N events (default: half of them), then `event: error` (overloaded_error) and the end; JSON: a 529
-  | 'reset' // the socket is destroyed before any answer
-  | 'hang'; // never answers
+export type { AnthropicFailureMode, AnthropicRecordedRequest, AnthropicReply, AnthropicUsage, FakeWebSearch } from './fake-anthropic-types';
 
-const ERROR_STATUS: Partial<Record<AnthropicFailureMode, { status: number; type: string; message: string }>> = {
-  status401: { status: 401, type: 'authentication_error', message: 'invalid x-api-key' },
-  status403: { status: 403, type: 'permission_error', message: 'Your API key does not have permission to use the specified resource.' },
-  status404: { status: 404, type: 'not_found_error', message: 'The requested resource could not be found.' },
-  status429: {
-    status: 429,
-    type: 'rate_limit_error',
-    message: "This request would exceed the rate limit for your organization (fake) of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase.",
-  },
-  status500: { status: 500, type: 'api_error', message: 'Internal server error' },
-  status529: { status: 529, type: 'overloaded_error', message: 'Overloaded' },
-};
-
-/** The fake's answer to the next requests. */
-export interface AnthropicReply {
-  /** The text block ('' for none: an answer of tool_use blocks only). */
-  text: string;
-  /** A thinking block before the text: streamed as thinking_delta pieces, then one signature_delta. */
-  thinking?: { thinking: string; signature: string };
-  /** A redacted_thinking block (before the text, after `thinking`): sent whole in its content_block_start. */
-  redactedThinking?: string;
-  /** tool_use blocks after the text; streamed with `input` as input_json_delta pieces (`inputJsonPieces`). */
-  toolUses?: { id: string; name: string; input: Record<string, unknown> }[];
-  /**
-   * The stop reason when neither max_tokens nor a stop sequence cut the answer; default `tool_use` when there are
-   * tool uses, else `end_turn`. (`stop_sequence` comes from the request's `stop_sequences` found in the text.)
-   */
-  stopReason?: 'end_turn' | 'tool_use' | 'refusal' | 'pause_turn';
-  /** usage.output_tokens instead of the count of the answer's tokens (when max_tokens did not cut it). */
-  outputTokens?: number;
-  /** How many input_json_delta pieces a tool's input is streamed in after the first, empty one (default 3). */
-  inputJsonPieces?: number;
-  /** Tokens per text_delta / thinking_delta (default 2). */
-  deltaTokens?: number;
-}
-
-export interface AnthropicUsage {
-  input_tokens: number;
-  cache_creation_input_tokens: number;
-  cache_read_input_tokens: number;
-  cache_creation: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
-  output_tokens: number;
-  service_tier: 'standard';
-}
-
-export interface AnthropicRecordedRequest {
-  method: string;
-  /** The path without the query string, e.g. /v1/messages. */
-  path: string;
-  /** The query string with its `?`, or ''. */
-  query: string;
-  headers: IncomingHttpHeaders;
-  /** The body exactly as received (pass-through tests compare it). */
-  rawBody: string;
-  /** The parsed JSON body; undefined when it did not parse. */
-  body: any;
-  /** What the fake answered on a 200 /v1/messages (its usage holds the cache figures it computed). */
-  answered?: { usage: AnthropicUsage; stopReason: string; content: unknown[] };
-  /** The client closed the connection before the answer was complete. */
-  aborted: boolean;
-  /** The whole answer was written. */
-  finished: boolean;
-}
-
-/** Anthropic checks for cache hits at the block boundaries up to 20 blocks before each breakpoint. */
-const LOOKBACK_BLOCKS = 20;
 /** Fakes started in this test file so far: fake k's framings are seeded from (SSE_BASE_SEED, 1000 + k). */
 let fakesStarted = 0;
-
 
 export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, AnthropicFailureMode> {
   protected readonly label = 'fake anthropic';
@@ -123,8 +52,22 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
   now: () => number = () => Date.now();
   /** The prompt cache: prefix hash → expiry (ms on `now()`). */
   readonly cache = new Map<string, number>();
+  /**
+   * The reply to each request, chosen from its body (a scripted conversation such as Claude Code's tool loop);
+   * undefined from it, or no function: `reply`.
+   */
+  replyFor: ((body: any) => AnthropicReply | undefined) | null = null;
+  /** What the web search tool finds when a request offers it; null: the model does not search. */
+  webSearch: FakeWebSearch | null = null;
+  /** usage.service_tier when the request allows Priority Tier (`service_tier` absent or `auto`): `priority` as an account with that capacity. */
+  serviceTier: 'standard' | 'priority' = 'standard';
+  /** usage.inference_geo when the request names none: `not_available`, as Anthropic reports it. */
+  defaultInferenceGeo = 'not_available';
+  /** Fast mode asked for (`speed: "fast"`) and run at standard speed: usage.speed `standard`, a downgrade. */
+  fastModeDowngrade = false;
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, 1000 + ++fakesStarted);
   private ids = 0;
+  private toolIds = 0;
 
   static defaultReply(): AnthropicReply {
     return { text: 'Hello from the fake Anthropic upstream.' };
@@ -145,6 +88,11 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
     this.retryAfterS = 1;
     this.sseFraming = 'random';
     this.now = () => Date.now();
+    this.replyFor = null;
+    this.webSearch = null;
+    this.serviceTier = 'standard';
+    this.defaultInferenceGeo = 'not_available';
+    this.fastModeDowngrade = false;
   }
 
   /**
@@ -157,52 +105,11 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
   }
 
   /**
-   * The input side of the usage this request would get now, from the prompt cache as it stands; with
-   * `write`, the cache is updated as the answer does (every breakpoint's prefix written or refreshed).
-   *
-   * Breakpoints are the blocks marked `cache_control` (and the last block of the last message when the
-   * request carries a top-level `cache_control`), taken in Anthropic's order: tools, system, messages. The
-   * longest cached prefix that ends at a breakpoint, or at one of the 20 blocks before a breakpoint
-   * (Anthropic's lookback), is read (`cache_read_input_tokens`: every token up to its end); each breakpoint
-   * past it writes the tokens between the end of the read prefix or of the previous breakpoint and itself
-   * (`cache_creation_input_tokens`, split in `cache_creation` by that breakpoint's `ttl`, 5m by default);
-   * `input_tokens` is what follows the last breakpoint. Only breakpoints' prefixes are written. Anthropic's
-   * minimum cacheable length is not modelled (any prefix is cached).
+   * The input side of the usage this request would get now, from the prompt cache as it stands; with `write`, the
+   * cache is updated as the answer does (fake-anthropic-cache.ts says how breakpoints are read and written).
    */
-  usageFor(body: any, write = false): Omit<AnthropicUsage, 'output_tokens' | 'service_tier'> {
-    const units = promptUnits(body);
-    const now = this.now();
-    const cached = (hash: string) => (this.cache.get(hash) ?? -1) > now;
-    const ends: number[] = [];
-    let position = 0;
-    for (const unit of units) ends.push((position += unit.tokens));
-    const breakpoints = units.flatMap((u, i) => (u.ttl ? [{ unit: i, end: ends[i], hash: u.hash, ttl: u.ttl }] : []));
-    // The longest cached prefix ending at a breakpoint or at one of the LOOKBACK_BLOCKS blocks before one.
-    let read = 0;
-    for (const b of breakpoints) {
-      for (let i = b.unit; i >= Math.max(0, b.unit - LOOKBACK_BLOCKS); i--) {
-        if (cached(units[i].hash)) {
-          read = Math.max(read, ends[i]);
-          break;
-        }
-      }
-    }
-    const creation = { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 };
-    let from = read;
-    for (const b of breakpoints) {
-      if (b.end <= from) continue;
-      creation[b.ttl === '1h' ? 'ephemeral_1h_input_tokens' : 'ephemeral_5m_input_tokens'] += b.end - from;
-      from = b.end;
-    }
-    if (write) {
-      for (const b of breakpoints) this.cache.set(b.hash, Math.max(this.cache.get(b.hash) ?? 0, now + TTL_MS[b.ttl]));
-    }
-    return {
-      input_tokens: position - (breakpoints.at(-1)?.end ?? 0),
-      cache_creation_input_tokens: creation.ephemeral_5m_input_tokens + creation.ephemeral_1h_input_tokens,
-      cache_read_input_tokens: read,
-      cache_creation: creation,
-    };
+  usageFor(body: any, write = false): InputUsage {
+    return cacheUsage(this.cache, this.now(), body, write);
   }
 
   private nextRequestId(): string {
@@ -246,7 +153,7 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
     if (mode === 'errorEvent' && record.body?.stream !== true) return fail(529, 'overloaded_error', 'Overloaded');
 
     try {
-      checkBody(record.body, route);
+      checkBody(record.body, route, betasOf(req.headers['anthropic-beta']));
       if (!this.models.has(record.body.model)) throw new RequestError(404, 'not_found_error', `model: ${record.body.model}`);
       promptUnits(record.body); // cache_control checks
     } catch (err) {
@@ -284,8 +191,9 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
 
   private async answerMessage(record: AnthropicRecordedRequest, res: ServerResponse, requestId: string, mode: AnthropicFailureMode | null, destroy: () => void): Promise<void> {
     const body = record.body;
-    const output = outputFor(this.reply, body);
-    const usage: AnthropicUsage = { ...this.usageFor(body, true), output_tokens: output.outputTokens, service_tier: 'standard' };
+    const reply = this.replyFor?.(body) ?? this.reply;
+    const output = outputFor(reply, body, this.webSearch, searchCalls(this.webSearch, body, () => `srvtoolu_01Fake${String(++this.toolIds).padStart(12, '0')}`));
+    const usage = answerUsage(this.usageFor(body, true), output, body, this);
     const message = {
       id: `msg_01Fake${String(this.ids).padStart(18, '0')}`,
       type: 'message',
@@ -304,7 +212,7 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
       return sendRaw(res, 200, 'application/json', answer);
     }
 
-    const events = messageEvents(message, output, usage, this.reply);
+    const events = messageEvents(message, output, usage, reply);
 
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
     const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
@@ -324,11 +232,18 @@ export class FakeAnthropic extends FakeServer<AnthropicRecordedRequest, Anthropi
     }
   }
 
-
-  /** POST /_fake/reply {reply}, beside the scaffold's control routes (fake-server.ts). */
+  /**
+   * Beside the scaffold's control routes (fake-server.ts): POST /_fake/reply {reply}; POST /_fake/web-search
+   * {queries, results} or null; POST /_fake/service {serviceTier?, defaultInferenceGeo?, fastModeDowngrade?}.
+   */
   protected controlMore(path: string, body: any): boolean {
-    if (path !== '/_fake/reply') return false;
-    this.reply = body;
+    if (path === '/_fake/reply') this.reply = body;
+    else if (path === '/_fake/web-search') this.webSearch = Array.isArray(body?.queries) ? body : null;
+    else if (path === '/_fake/service') {
+      this.serviceTier = body.serviceTier ?? this.serviceTier;
+      this.defaultInferenceGeo = body.defaultInferenceGeo ?? this.defaultInferenceGeo;
+      this.fastModeDowngrade = body.fastModeDowngrade ?? this.fastModeDowngrade;
+    } else return false;
     return true;
   }
 }

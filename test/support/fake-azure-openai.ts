@@ -1,4 +1,5 @@
 import { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { servedServiceTier, serviceTierRefusal, SPEECH_CONTENT_TYPES } from './fake-openai-wire';
 import { FakeServer, parseBody, readAll, sendJson, sendRaw, write } from './fake-server';
 import { openAiRequestProblem } from './openai-request-check';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
@@ -18,6 +19,12 @@ import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
  *   not serve (chat on a whisper deployment) is 400 `OperationNotSupported`.
  * - Answers are OpenAI's with Azure's annotations: `prompt_filter_results` (in a stream, alone in the first
  *   chunk, with `choices: []` and empty id/model/object) and per-choice `content_filter_results`.
+ * - Priority processing (https://learn.microsoft.com/azure/foundry/openai/concepts/priority-processing, API version
+ *   2025-10-01-preview and later): a chat request's `service_tier` is answered with the tier that served it, in the
+ *   completion and in its chunks, as OpenAI's ("When the service_tier parameter is set, the response body will include
+ *   the service_tier value based on the processing mode actually used", Azure's ServiceTier reference); none is
+ *   reported when none was asked. `priority` is served unless `downgradePriority`; Azure documents no flex tier, so
+ *   this fake serves `flex` at `default`. Values OpenAI refuses are refused with OpenAI's body.
  */
 
 export type AzureDeploymentKind = 'chat' | 'transcription' | 'speech';
@@ -37,7 +44,7 @@ export type AzureFailureMode =
   | 'hang'; // never answers
 
 /** API versions the fake knows (GA and preview data-plane versions of the reference). */
-export const AZURE_API_VERSIONS = ['2024-02-01', '2024-06-01', '2024-10-21', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview', '2025-04-01-preview'];
+export const AZURE_API_VERSIONS = ['2024-02-01', '2024-06-01', '2024-10-21', '2024-12-01-preview', '2025-01-01-preview', '2025-03-01-preview', '2025-04-01-preview', '2025-10-01-preview', '2025-12-01'];
 
 export const AZURE_UNAUTHORIZED = {
   error: {
@@ -111,6 +118,8 @@ export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailu
   /** The categories `contentFilter` and `filteredAnswer` name as filtered, with their severities. */
   filteredCategories: Partial<Record<FilterCategory, string>> = { violence: 'medium' };
   retryAfterS: number | null = 6;
+  /** Priority capacity is short (or the prompt too long for it): a `priority` request is served and reported at `default`. */
+  downgradePriority = false;
   sseFraming: SseFraming = 'random';
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, 2000 + ++fakesStarted);
   private ids = 0;
@@ -134,6 +143,7 @@ export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailu
     this.reply = FakeAzureOpenAI.defaultReply();
     this.filteredCategories = { violence: 'medium' };
     this.retryAfterS = 6;
+    this.downgradePriority = false;
     this.sseFraming = 'random';
   }
 
@@ -206,7 +216,7 @@ export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailu
     const problem = chatBodyProblem(body);
     if (problem) return sendJson(res, 400, { error: { message: problem.message, type: 'invalid_request_error', param: problem.param, code: null } });
     // Past Azure's own first checks, the body is OpenAI's request (the same schema, the same refusals).
-    const refused = openAiRequestProblem('CreateChatCompletionRequest', body);
+    const refused = serviceTierRefusal(body.service_tier) ?? openAiRequestProblem('CreateChatCompletionRequest', body);
     if (refused) return sendJson(res, 400, refused);
     if (mode === 'contentFilter') {
       return sendJson(res, 400, {
@@ -226,7 +236,8 @@ export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailu
     const words = mode === 'filteredAnswer' ? allWords.slice(0, Math.ceil(allWords.length / 2)) : allWords;
     const completionTokens = this.reply.completionTokens ?? (calls ? 8 : words.length);
     const finishReason = mode === 'filteredAnswer' ? 'content_filter' : calls ? 'tool_calls' : 'stop';
-    const base = { id: `chatcmpl-azure${++this.ids}`, created: Math.floor(Date.now() / 1000), model: deployment.model, system_fingerprint: 'fp_azure_fake' };
+    const tier = typeof body.service_tier === 'string' ? { service_tier: servedServiceTier(body.service_tier === 'flex' ? 'default' : body.service_tier, this.downgradePriority) } : {};
+    const base = { id: `chatcmpl-azure${++this.ids}`, created: Math.floor(Date.now() / 1000), model: deployment.model, system_fingerprint: 'fp_azure_fake', ...tier };
     const promptFilter = [{ prompt_index: 0, content_filter_results: filterResults() }];
     const answerFilter = mode === 'filteredAnswer' ? filterResults(this.filteredCategories) : filterResults();
     const usage = this.usageOf(completionTokens);
@@ -309,8 +320,6 @@ export class FakeAzureOpenAI extends FakeServer<AzureRecordedRequest, AzureFailu
     res.end(this.speechAudio.subarray(half));
   }
 }
-
-const SPEECH_CONTENT_TYPES: Record<string, string> = { mp3: 'audio/mpeg', opus: 'audio/opus', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm' };
 
 /** Azure (as OpenAI) refuses a chat body without messages, or with a message of no role. */
 function chatBodyProblem(body: any): { message: string; param: string | null } | null {

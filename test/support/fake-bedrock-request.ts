@@ -17,11 +17,37 @@ const CONVERSE_FIELDS = new Set([
   'additionalModelResponseFieldPaths', 'requestMetadata', 'performanceConfig', 'serviceTier',
 ]);
 
+/**
+ * Converse's service tiers (ServiceTier.type: "Valid Values: priority | default | flex | reserved",
+ * https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ServiceTier.html), in that order.
+ */
+export const BEDROCK_SERVICE_TIERS = ['priority', 'default', 'flex', 'reserved'];
+
+/**
+ * The tier an answer reports in its `serviceTier` (Converse's answer, ConverseStream's metadata event): "The service
+ * tier configuration for a served request is visible in API response" (https://docs.aws.amazon.com/bedrock/latest/
+ * userguide/service-tiers-inference.html); the asked one, else `default` ("By default all requests are routed to
+ * through standard inference").
+ */
+export function servedTier(body: any): string {
+  return typeof body.serviceTier?.type === 'string' ? body.serviceTier.type : 'default';
+}
+
 export function validateBody(body: any): void {
   // Bedrock's wording for a key its schema does not have ("Malformed input request: #: extraneous key [stream] is not
   // permitted", as quoted in AnthropicSwiftSDK issue 19).
   const extra = Object.keys(body).find((key) => !CONVERSE_FIELDS.has(key));
   if (extra !== undefined) throw bad(`Malformed input request: #: extraneous key [${extra}] is not permitted, please reformat your input and try again.`);
+  const tier = body.serviceTier;
+  if (tier !== undefined) {
+    if (tier === null || typeof tier !== 'object' || Array.isArray(tier)) throw new RequestError(400, 'SerializationException', 'Unable to parse request body');
+    const extraKey = Object.keys(tier).find((key) => key !== 'type');
+    if (extraKey !== undefined) throw bad(`Malformed input request: #/serviceTier: extraneous key [${extraKey}] is not permitted, please reformat your input and try again.`);
+    if (tier.type === undefined || tier.type === null) throw bad("1 validation error detected: Value null at 'serviceTier.type' failed to satisfy constraint: Member must not be null");
+    if (!BEDROCK_SERVICE_TIERS.includes(tier.type)) {
+      throw bad(`1 validation error detected: Value '${tier.type}' at 'serviceTier.type' failed to satisfy constraint: Member must satisfy enum value set: [${BEDROCK_SERVICE_TIERS.join(', ')}]`);
+    }
+  }
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) throw bad('A conversation must start with a user message. Try again with a conversation that starts with a user message.');
   const config = body.inferenceConfig ?? {};

@@ -3,7 +3,7 @@ import { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { fromUtf8, toUtf8 } from '@smithy/core/serde';
 import { FakeServer, parseJson, readAll, sleep, splitUrl, write } from './fake-server';
-import { promptPoints, RequestError, validateBody } from './fake-bedrock-request';
+import { promptPoints, RequestError, servedTier, validateBody } from './fake-bedrock-request';
 import { checkSignature } from './fake-bedrock-sigv4';
 import { fitToolCalls, tokenGroups, tokenPieces } from './fake-tokens';
 
@@ -29,6 +29,8 @@ import { fitToolCalls, tokenGroups, tokenPieces } from './fake-tokens';
  * - Usage: input tokens by the fakes' tokenizer (`fakeTokenCount`, fake-tokens.ts), over tools, system and
  *   messages; each cachePoint caches the prompt up to it (5 minutes): its first request writes
  *   (`cacheWriteInputTokens`), later ones read (`cacheReadInputTokens`); `inputTokens` is what follows the last.
+ * - Service tiers: `serviceTier: {type}` checked as Bedrock checks its members (ValidationException), and the tier
+ *   that served the request reported as `serviceTier` in Converse's answer and in ConverseStream's metadata event.
  */
 
 const ERROR_NAMESPACE = 'http://internal.amazon.com/coral/com.amazon.bedrock/';
@@ -213,7 +215,7 @@ export class FakeBedrock extends FakeServer<BedrockRecordedRequest, BedrockFailu
     };
     record.answered = { usage, stopReason: output.stopReason, content: output.blocks };
     if (record.operation === 'converse') {
-      const answer = JSON.stringify({ output: { message: { role: 'assistant', content: output.blocks } }, stopReason: output.stopReason, usage, metrics: { latencyMs: 42 } });
+      const answer = JSON.stringify({ output: { message: { role: 'assistant', content: output.blocks } }, stopReason: output.stopReason, usage, metrics: { latencyMs: 42 }, serviceTier: { type: servedTier(body) } });
       if (mode === 'cutStream') {
         res.writeHead(200, { 'content-type': 'application/json' });
         await write(res, Buffer.from(answer.slice(0, Math.floor(answer.length / 2))));
@@ -241,7 +243,7 @@ export class FakeBedrock extends FakeServer<BedrockRecordedRequest, BedrockFailu
       events.push(['contentBlockStop', { contentBlockIndex: index }]);
     });
     events.push(['messageStop', { stopReason: output.stopReason }]);
-    events.push(['metadata', { usage, metrics: { latencyMs: 42 } }]);
+    events.push(['metadata', { usage, metrics: { latencyMs: 42 }, serviceTier: { type: servedTier(body) } }]);
 
     res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
     const faultAt = mode === 'cutStream' || mode === 'exceptionEvent' ? Math.min(this.faultAfterEvents ?? Math.floor(events.length / 2), events.length) : Infinity;

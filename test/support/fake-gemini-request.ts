@@ -18,7 +18,33 @@ export class RequestError extends Error {
   }
 }
 
-const TOP_LEVEL = new Set(['contents', 'tools', 'toolConfig', 'safetySettings', 'systemInstruction', 'generationConfig', 'cachedContent', 'model', 'labels']);
+const TOP_LEVEL = new Set(['contents', 'tools', 'toolConfig', 'safetySettings', 'systemInstruction', 'generationConfig', 'cachedContent', 'model', 'labels', 'serviceTier', 'service_tier']);
+
+/**
+ * The request's service tier (https://ai.google.dev/gemini-api/docs/priority-inference, .../flex-inference): the
+ * top-level `service_tier` ("set the service_tier field in the request body to priority"; JSON also takes its camelCase
+ * name, which @google/genai sends: `serviceTier`), spelled as Google's pages spell it: `priority` (the SDKs'
+ * ServiceTier enum: unspecified, flex, standard, priority), `FLEX` (the REST example) or `SERVICE_TIER_PRIORITY`.
+ */
+const TIER_SPELLING = /^(?:unspecified|standard|flex|priority|(?:SERVICE_TIER_)?(?:UNSPECIFIED|STANDARD|FLEX|PRIORITY))$/;
+
+/** The tier a request asks for, lower case without its prefix (`priority`), or undefined when it names none. */
+export function askedTier(body: any): string | undefined {
+  const tier = body.serviceTier ?? body.service_tier;
+  return typeof tier === 'string' ? tier.replace(/^SERVICE_TIER_/, '').toLowerCase() : undefined;
+}
+
+/**
+ * What Gemini's `x-gemini-service-tier` answer header says served the request: `priority` when asked and granted,
+ * `standard` when priority capacity was short ("Validate for graceful downgrade: if …headers.get("x-gemini-service-tier")
+ * == "standard": Priority limit exceeded, processed at Standard tier", the priority-inference page), `flex` when asked,
+ * else `standard` ("The default tier is standard if the field is omitted").
+ */
+export function servedTier(body: any, priorityShort: boolean): 'priority' | 'flex' | 'standard' {
+  const asked = askedTier(body);
+  if (asked === 'priority') return priorityShort ? 'standard' : 'priority';
+  return asked === 'flex' ? 'flex' : 'standard';
+}
 const GENERATION_CONFIG = new Set([
   'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'responseModalities', 'candidateCount', 'maxOutputTokens', 'temperature',
   'topP', 'topK', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseLogprobs', 'logprobs', 'enableEnhancedCivicAnswers', 'speechConfig', 'thinkingConfig',
@@ -132,6 +158,14 @@ export function validateBody(body: any): void {
         throw bad(`* GenerateContentRequest.tools[${t}].function_declarations[${d}]: parameters and parameters_json_schema cannot both be set.\n`);
       }
     }
+  }
+  for (const field of ['serviceTier', 'service_tier']) {
+    const tier = body[field];
+    if (tier === undefined || (typeof tier === 'string' && TIER_SPELLING.test(tier))) continue;
+    // Google's answer to a value outside an enum, with its field violation (as Vertex answers a tier it does not take,
+    // github.com/googleapis/python-genai/issues/2433).
+    const message = `Invalid value at 'service_tier' (type.googleapis.com/google.ai.generativelanguage.v1beta.ServiceTier), ${JSON.stringify(tier)}`;
+    throw new RequestError(400, 'INVALID_ARGUMENT', message, [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'service_tier', description: message }] }]);
   }
   const mode = body.toolConfig?.functionCallingConfig?.mode;
   if (mode !== undefined && !['AUTO', 'ANY', 'NONE', 'VALIDATED', 'MODE_UNSPECIFIED'].includes(mode)) {

@@ -1,6 +1,6 @@
 import { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { FakeServer, parseJson, readAll, sendJson as sendJsonAs, sleep, splitUrl, write } from './fake-server';
-import { cut, outputFor, promptUnits, RequestError, validateBody } from './fake-gemini-request';
+import { cut, outputFor, promptUnits, RequestError, servedTier, validateBody } from './fake-gemini-request';
 import { fakeTokenCount, tokenPieces } from './fake-tokens';
 
 export { IMAGE_TOKENS } from './fake-gemini-request';
@@ -27,6 +27,9 @@ import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
  *   systemInstruction, tools and contents this fake served before for the model, from `implicitCacheMinTokens`
  *   on); thoughtsTokenCount counts the reply's thought when thinking is on (thinkingBudget not 0), its text sent
  *   as `thought: true` parts only with includeThoughts; candidatesTokenCount counts every candidate's parts.
+ * - Service tiers: the body's `serviceTier` (or `service_tier`) as Google documents it, any other value 400
+ *   INVALID_ARGUMENT; every answer (JSON and streams) says the tier that served it in `x-gemini-service-tier`
+ *   (servedTier in fake-gemini-request.ts; `downgradePriority` for priority capacity running short).
  */
 
 
@@ -115,6 +118,8 @@ export class FakeGemini extends FakeServer<GeminiRecordedRequest, GeminiFailureM
   /** The shortest prefix the implicit cache reports (Gemini 2.5 Flash: 1,024 tokens). */
   implicitCacheMinTokens = 1024;
   failureMessage = 'Request contains an invalid argument.';
+  /** Priority capacity is short: a request asking `priority` is served at standard, and its header says `standard`. */
+  downgradePriority = false;
   sseFraming: SseFraming = 'random';
   /** Prefix hashes served so far (implicit caching) → their token count. */
   readonly implicitCache = new Map<string, number>();
@@ -138,6 +143,7 @@ export class FakeGemini extends FakeServer<GeminiRecordedRequest, GeminiFailureM
     this.models = new Set(FakeGemini.defaultModels());
     this.apiKey = 'AIzaSyFake-gemini-key';
     this.failureMessage = 'Request contains an invalid argument.';
+    this.downgradePriority = false;
     this.sseFraming = 'random';
   }
 
@@ -239,6 +245,7 @@ export class FakeGemini extends FakeServer<GeminiRecordedRequest, GeminiFailureM
     const thinking = config.thinkingConfig ?? {};
     const thinkingOn = reply.thought !== undefined && thinking.thinkingBudget !== 0;
     const responseId = `fakeResp${String(++this.ids).padStart(10, '0')}`;
+    res.setHeader('x-gemini-service-tier', servedTier(body, this.downgradePriority));
     const modelVersion = record.model;
     const usage = (candidates: number, thoughts: number): GeminiUsageMetadata => ({
       promptTokenCount: prompt,

@@ -1,4 +1,5 @@
 import { IncomingHttpHeaders } from 'node:http';
+import { OpenAiError, openAiRequestProblem, requestFields } from './openai-request-check';
 
 /** What the fake OpenAI (fake-upstream.ts) says and records: OpenAI's error bodies, the fake's replies and records. */
 
@@ -75,6 +76,56 @@ export function openAiUnauthorized(sent: string | undefined): { error: { message
   const masked = `${sent.slice(0, 8)}${'*'.repeat(Math.max(0, sent.length - 12))}${sent.slice(-4)}`;
   const message = `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`;
   return { error: { message, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } };
+}
+
+/**
+ * The service tiers OpenAI takes on chat completions, in the order its 400 lists them: `fast` is its 2026 name for
+ * priority (ServiceTier in ../shared/openai-openapi.yaml: "include the service_tier=fast or service_tier=priority
+ * parameter"). The schema also names `scale`, which the API refuses ("Invalid value: 'scale'. Supported values are:
+ * 'auto', 'default', 'fast', 'flex', and 'priority'", its answer as quoted by public clients that measured it).
+ */
+export const OPENAI_SERVICE_TIERS = ['auto', 'default', 'fast', 'flex', 'priority'] as const;
+
+/**
+ * OpenAI's 400 for a service_tier it does not take: its `invalid_value` body, the values listed as OpenAI lists an
+ * enum's ("Invalid value: 'other'. Supported values are: 'search', 'open_page', and 'find_in_page'.",
+ * github.com/openai/codex/issues/7085). A value that is not a string is left to the schema check.
+ */
+export function serviceTierRefusal(tier: unknown): OpenAiError | null {
+  if (typeof tier !== 'string' || (OPENAI_SERVICE_TIERS as readonly string[]).includes(tier)) return null;
+  const listed = OPENAI_SERVICE_TIERS.map((t) => `'${t}'`);
+  const message = `Invalid value: '${tier}'. Supported values are: ${listed.slice(0, -1).join(', ')}, and ${listed.at(-1)}.`;
+  return { error: { message, type: 'invalid_request_error', param: 'service_tier', code: 'invalid_value' } };
+}
+
+/**
+ * The tier an OpenAI answer reports (`service_tier` of the chat.completion and of every chunk), "based on the processing
+ * mode actually used to serve the request" (ServiceTier in ../shared/openai-openapi.yaml): `priority` when `priority` or
+ * `fast` was asked ("The response will show service_tier=priority regardless of if you specify service_tier=fast or
+ * priority"), unless priority capacity was short (`downgraded`: then `default`); `flex` for flex; else `default` (a
+ * project's `auto` is its default tier).
+ */
+export function servedServiceTier(asked: unknown, downgraded: boolean, projectTier: ProjectTier = 'default'): ProjectTier {
+  if (asked === 'priority' || asked === 'fast') return downgraded ? 'default' : 'priority';
+  return asked === 'flex' ? 'flex' : projectTier;
+}
+
+/** The tier a project runs `auto` (or no tier) at: `default`, unless its owner set priority as the project's default. */
+export type ProjectTier = 'priority' | 'flex' | 'default';
+
+/**
+ * What OpenAI refuses of a request's body (openai-request-check.ts): a chat body's service_tier outside the tiers it takes,
+ * a chat or speech body checked against its schema in ../shared/openai-openapi.yaml; a transcription's multipart fields
+ * (strings all) only for names the schema does not know.
+ */
+export function openAiBodyProblem(method: string | undefined, record: RecordedRequest): OpenAiError | null {
+  if (method !== 'POST') return null;
+  const body = record.body !== null && typeof record.body === 'object' && !Array.isArray(record.body) ? record.body : null;
+  if (record.path === '/v1/chat/completions' && body) return serviceTierRefusal(body.service_tier) ?? openAiRequestProblem('CreateChatCompletionRequest', body);
+  if (record.path === '/v1/audio/speech' && body) return openAiRequestProblem('CreateSpeechRequest', body);
+  if (record.path !== '/v1/audio/transcriptions') return null;
+  const unknown = Object.keys(record.fields).find((name) => !requestFields('CreateTranscriptionRequest').has(name.replace(/\[\]$/, '')));
+  return unknown === undefined ? null : { error: { message: `Unrecognized request argument supplied: ${unknown}`, type: 'invalid_request_error', param: null, code: null } };
 }
 
 export interface FakeReply {

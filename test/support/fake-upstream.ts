@@ -1,8 +1,7 @@
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { FakeServer, parseBody, pause, readAll, sendJson, sendRaw, serveAsProcess, sleep, write } from './fake-server';
-import { FailureMode, FakeReply, FakeTranscription, RATE_LIMIT_BODIES, RateLimitKind, REASONING_MAX_TOKENS_ERROR, RecordedRequest, SPEECH_CONTENT_TYPES, openAiUnauthorized } from './fake-openai-wire';
-import { OpenAiError, openAiRequestProblem, requestFields } from './openai-request-check';
+import { FailureMode, FakeReply, FakeTranscription, openAiBodyProblem, RATE_LIMIT_BODIES, RateLimitKind, REASONING_MAX_TOKENS_ERROR, ProjectTier, RecordedRequest, servedServiceTier, SPEECH_CONTENT_TYPES, openAiUnauthorized } from './fake-openai-wire';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 
 /**
@@ -55,6 +54,13 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
    * a chat request carrying `max_tokens` gets OpenAI's 400 (REASONING_MAX_TOKENS_ERROR); `max_completion_tokens` is served.
    */
   reasoningModels = new Set<string>();
+  /**
+   * Priority capacity is short: a request asking `priority` (or `fast`) is served, and reported, at `default`, as OpenAI
+   * does (servedServiceTier in fake-openai-wire.ts). Over HTTP: POST /_fake/downgrade-priority {"on": true}.
+   */
+  downgradePriority = false;
+  /** The tier of a request that asks `auto` or none: the project's default in its owner's settings (a tier the catalog may not price). */
+  projectTier: ProjectTier = 'default';
   /** How SSE answers are cut into writes (test/support/sse-framing.ts): random by default; `exact` for a test that needs one write per event. */
   sseFraming: SseFraming = 'random';
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, ++fakesStarted);
@@ -76,6 +82,8 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
   resetState(): void {
     super.resetState();
     this.reasoningModels.clear();
+    this.downgradePriority = false;
+    this.projectTier = 'default';
     this.reply = FakeUpstream.defaultReply();
     this.transcription = FakeUpstream.defaultTranscription();
     this.endlessBytesSent = 0;
@@ -102,7 +110,7 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     if (res.destroyed) return;
     const bearer = /^Bearer (.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
     if (this.apiKey !== null && bearer !== this.apiKey) return sendJson(res, 401, openAiUnauthorized(bearer));
-    const refused = requestProblem(req.method, record);
+    const refused = openAiBodyProblem(req.method, record);
     if (refused) return sendJson(res, 400, refused);
     if (mode === 'status4xx') {
       return sendJson(res, 400, { error: { message: this.failureMessage, type: 'invalid_request_error', param: null, code: 'fake_rejection' } });
@@ -133,7 +141,7 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     const { res, mode } = ctx;
     const completion = this.completionFor(body);
     const calls = this.reply.toolCalls;
-    const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model) };
+    const base = { id: `chatcmpl-fake${this.requests.length}`, created: Math.floor(Date.now() / 1000), model: String(body.model), service_tier: servedServiceTier(body.service_tier, this.downgradePriority, this.projectTier) };
     // `n` choices, each the same reply, and OpenAI bills every one: the usage counts n × its completion tokens.
     const n = typeof body.n === 'number' && body.n >= 1 ? body.n : 1;
     const usage = this.usageBlock(completion.tokens * n);
@@ -320,10 +328,11 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     if (!res.destroyed) res.socket?.end();
   }
 
-  /** POST /_fake/reasoning-models {"models": [...]}, beside the scaffold's control routes (fake-server.ts). */
-  protected controlMore(path: string, body: { models?: string[] }): boolean {
-    if (path !== '/_fake/reasoning-models') return false;
-    this.reasoningModels = new Set(body.models ?? []);
+  /** POST /_fake/reasoning-models {"models": [...]} and /_fake/downgrade-priority {"on": bool}, beside the scaffold's control routes (fake-server.ts). */
+  protected controlMore(path: string, body: { models?: string[]; on?: boolean }): boolean {
+    if (path === '/_fake/reasoning-models') this.reasoningModels = new Set(body.models ?? []);
+    else if (path === '/_fake/downgrade-priority') this.downgradePriority = body.on === true;
+    else return false;
     return true;
   }
 
@@ -341,20 +350,6 @@ interface AnswerContext {
   /** The connection ends cleanly where the answer stands (no terminating chunk). */
   truncate(): void;
   delay: number;
-}
-
-/**
- * What OpenAI refuses of a request's body (openai-request-check.ts): a chat or speech body checked against its schema in
- * ../shared/openai-openapi.yaml; a transcription's multipart fields (strings all) only for names the schema does not know.
- */
-function requestProblem(method: string | undefined, record: RecordedRequest): OpenAiError | null {
-  if (method !== 'POST') return null;
-  const body = record.body !== null && typeof record.body === 'object' && !Array.isArray(record.body) ? record.body : null;
-  if (record.path === '/v1/chat/completions' && body) return openAiRequestProblem('CreateChatCompletionRequest', body);
-  if (record.path === '/v1/audio/speech' && body) return openAiRequestProblem('CreateSpeechRequest', body);
-  if (record.path !== '/v1/audio/transcriptions') return null;
-  const unknown = Object.keys(record.fields).find((name) => !requestFields('CreateTranscriptionRequest').has(name.replace(/\[\]$/, '')));
-  return unknown === undefined ? null : { error: { message: `Unrecognized request argument supplied: ${unknown}`, type: 'invalid_request_error', param: null, code: null } };
 }
 
 export async function startFakeUpstream(port = 0): Promise<FakeUpstream> {

@@ -38,6 +38,11 @@ export const chatCompletionBody: SchemaObject = {
     frequency_penalty: orNull(between(-2, 2)),
     logprobs: orNull({ type: 'boolean' }),
     top_logprobs: orNull({ type: 'integer', minimum: 0, maximum: 20 }),
+    service_tier: orNull({
+      type: 'string',
+      description: "OpenAI's processing tier (auto, default, flex, priority, fast…): a tier other than auto or default is served when the model prices it (its answer is billed at that price), else refused with 400 unsupported_parameter",
+    }),
+    store: orNull({ type: 'boolean', description: 'Sent upstream as false: the gateway keeps nothing, and a tenant\'s conversation is not kept in the operator\'s upstream account (true is named in x-gateway-ignored-params)' }),
     seed: orNull({
       type: 'integer',
       minimum: Number.MIN_SAFE_INTEGER,

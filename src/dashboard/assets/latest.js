@@ -51,7 +51,7 @@ function cells(r) {
     { text: r.endpoint, col: 'endpoint' },
     { text: '', col: 'result', extra: [part('status', String(r.status)), r.error_code ? ' ' : '', part('error_code', r.error_code || '')] },
     { text: '', col: 'usage', extra: usageParts(r), num: true },
-    { text: r.cost_usd, col: 'cost_usd', num: true },
+    { text: '', col: 'cost_usd', extra: [part('cost', r.cost_usd), ...pricedParts(r)], num: true },
     { text: `${integer.format(r.latency_ms)} ms`, col: 'latency_ms', num: true },
   ];
 }
@@ -82,6 +82,23 @@ function classParts(r) {
   // Each class unbroken; the line breaks between them when the column is narrow.
   const listed = used.flatMap((c, i) => [i ? ' · ' : '', element('span', { className: 'token-class' }, [part(c.col, integer.format(r[c.col])), ` ${c.label}`])]);
   return [element('span', { className: 'part token-classes' }, listed)];
+}
+
+/**
+ * How the charge was priced beyond the flat prices (docs/billing.md, "Price variants and server tools"), on a line
+ * of its own under the cost: each variant applied by its conditions, each server tool's uses and fees.
+ */
+function pricedParts(r) {
+  const variants = (r.price_variants || []).map((when) => Object.entries(when).map(([option, value]) => conditionText(option, value)).join(' & '));
+  const tools = Object.entries(r.tool_uses || {}).map(([name, t]) => `${integer.format(t.uses)} × ${name} $${t.cost_usd}`);
+  const listed = [...variants, ...tools];
+  if (listed.length === 0) return [];
+  return [element('span', { className: 'part priced-as', textContent: listed.join(' · '), dataset: { col: 'priced_as' } })];
+}
+
+function conditionText(option, value) {
+  if (option === 'prompt_tokens_over') return `prompt > ${integer.format(value)} tok`;
+  return `${option.replace('_', ' ')} ${Array.isArray(value) ? value.join('/') : value}`;
 }
 
 function requestId(id) {

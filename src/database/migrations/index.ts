@@ -9,6 +9,7 @@ import { KeyControls1764240000000 } from './1764240000000-KeyControls';
 import { TokenClasses1764260000000 } from './1764260000000-TokenClasses';
 import { CacheWrite1hTokens1764280000000 } from './1764280000000-CacheWrite1hTokens';
 import { IdempotencyKeys1764300000000 } from './1764300000000-IdempotencyKeys';
+import { PriceVariants1764320000000 } from './1764320000000-PriceVariants';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   TokenClasses1764260000000,
   CacheWrite1hTokens1764280000000,
   IdempotencyKeys1764300000000,
+  PriceVariants1764320000000,
 ];

@@ -1,11 +1,11 @@
 import { Readable } from 'node:stream';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import { ChatChunk, NATIVE_EVENT, PARTIAL_USAGE } from '../chat-contract';
+import { ChatChunk, NATIVE_EVENT, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
 import { SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 import { chunksOfMessageEvents, completionOfMessage } from './anthropic-to-chat';
-import { chatUsageOfMessage, mergedUsage } from './anthropic-wire';
+import { chatUsageOfMessage, mergedUsage, priceFactsOfUsage } from './anthropic-wire';
 import { anthropicRequest, withCacheBreakpoints } from './chat-to-anthropic';
 
 const MODEL = { id: 'claude', max_output_tokens: 8192 } as CatalogEntry;
@@ -149,6 +149,53 @@ describe('Anthropic to chat', () => {
     const args = out.flatMap((c) => c.choices?.[0]?.delta?.tool_calls ?? []).map((t) => t.function?.arguments ?? '').join('');
     expect(args).toBe('{"a":1}');
     expect(out[9]).toMatchObject({ choices: [{ finish_reason: 'tool_calls' }], usage: { prompt_tokens: 25, completion_tokens: 9 } });
+  });
+
+  it("reads what the usage says of the price: tier, speed, geography, server tools' uses by family", () => {
+    expect(priceFactsOfUsage({ input_tokens: 1, output_tokens: 2 })).toBeUndefined();
+    expect(priceFactsOfUsage(undefined)).toBeUndefined();
+    expect(
+      priceFactsOfUsage({
+        input_tokens: 1,
+        output_tokens: 2,
+        service_tier: 'priority',
+        speed: 'fast',
+        inference_geo: 'us',
+        server_tool_use: { web_search_requests: 3, web_fetch_requests: 0, code_execution_requests: 1.5, bogus: 2 },
+      }),
+    ).toEqual({ service_tier: 'priority', speed: 'fast', inference_geo: 'us', tool_uses: { web_search: 3, web_fetch: 0 } });
+    // A downgraded fast request is reported as it ran; "not_available" is no geography at all.
+    expect(priceFactsOfUsage({ service_tier: 'standard', speed: 'standard', inference_geo: 'not_available' })).toEqual({ service_tier: 'standard', speed: 'standard' });
+    expect(priceFactsOfUsage({ inference_geo: 'not_available', server_tool_use: null as unknown as Record<string, unknown> })).toBeUndefined();
+  });
+
+  it('puts the price facts on a JSON answer, translated or passed through', () => {
+    const usage = { input_tokens: 3, output_tokens: 4, service_tier: 'standard', speed: 'fast', inference_geo: 'us', server_tool_use: { web_search_requests: 2, web_fetch_requests: 0 } };
+    const completion = completionOfMessage({ id: 'msg_3', type: 'message', model: 'claude-x', content: [{ type: 'text', text: 'Hi' }], stop_reason: 'end_turn', usage });
+    expect(completion[PRICE_FACTS]).toEqual({ service_tier: 'standard', speed: 'fast', inference_geo: 'us', tool_uses: { web_search: 2, web_fetch: 0 } });
+    expect(completion.usage).toEqual(chatUsageOfMessage(usage));
+    expect(completionOfMessage({ type: 'message', content: [], usage: { input_tokens: 1, output_tokens: 1 } })[PRICE_FACTS]).toBeUndefined();
+  });
+
+  it("streams the price facts where the usage is: message_start's tier, speed and geography, message_delta's whole usage with the searches", async () => {
+    const search = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} };
+    const out = await chunks([
+      ['message_start', { type: 'message_start', message: { id: 'msg_4', model: 'claude-x', usage: { input_tokens: 5, output_tokens: 1, service_tier: 'priority', speed: 'fast', inference_geo: 'us' } } }],
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: search }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"query":"q"}' } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] } }],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 900, output_tokens: 9, server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 } } }],
+      ['message_stop', { type: 'message_stop' }],
+    ]);
+    expect(out[0][PRICE_FACTS]).toEqual({ service_tier: 'priority', speed: 'fast', inference_geo: 'us' });
+    expect(out.slice(1, 6).every((c) => c[PRICE_FACTS] === undefined)).toBe(true);
+    // A server tool's call is no chat tool call: nothing for a chat client, relayed to a Messages client.
+    expect(out.slice(1, 6).every((c) => c.choices?.length === 0)).toBe(true);
+    expect(out[6][PRICE_FACTS]).toEqual({ service_tier: 'priority', speed: 'fast', inference_geo: 'us', tool_uses: { web_search: 1, web_fetch: 0 } });
+    expect(out[6].usage).toMatchObject({ prompt_tokens: 900, completion_tokens: 9 });
+    expect(out[7][PRICE_FACTS]).toBeUndefined();
   });
 
   it('fails on an error event, and on a stream that ends before message_stop', async () => {

@@ -1,15 +1,15 @@
-import { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage, NATIVE_ANSWER, NATIVE_EVENT, PARTIAL_USAGE } from '../chat-contract';
+import { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage, NATIVE_ANSWER, NATIVE_EVENT, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
 import type { SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
-import { AnthropicMessage, chatUsageOfMessage, ContentBlock, finishReasonOf, MessageUsage, mergedUsage, newId } from './anthropic-wire';
+import { AnthropicMessage, chatUsageOfMessage, ContentBlock, finishReasonOf, MessageUsage, mergedUsage, newId, priceFactsOfUsage } from './anthropic-wire';
 
 type Json = Record<string, unknown>;
 
 /**
  * A Message as a chat.completion (DESIGN.md section 11): text blocks into `content`, thinking into
  * `reasoning_content`, tool_use blocks into `tool_calls` (input as JSON arguments), stop_reason into
- * finish_reason, usage into chat's token classes. The Message itself is kept under NATIVE_ANSWER for a
- * Messages client (pass-through).
+ * finish_reason, usage into chat's token classes and what it says of the price (PRICE_FACTS: tier, speed,
+ * geography, server tools' uses). The Message itself is kept under NATIVE_ANSWER for a Messages client (pass-through).
  */
 export function completionOfMessage(message: AnthropicMessage): ChatCompletion {
   const blocks: ContentBlock[] = Array.isArray(message.content) ? message.content : [];
@@ -45,6 +45,7 @@ export function completionOfMessage(message: AnthropicMessage): ChatCompletion {
     usage: chatUsageOfMessage(message.usage),
   };
   completion[NATIVE_ANSWER] = message;
+  withPriceFacts(completion, message.usage);
   return completion;
 }
 
@@ -52,7 +53,9 @@ export function completionOfMessage(message: AnthropicMessage): ChatCompletion {
  * A Messages stream (`event:` lines: message_start, content_block_start/delta/stop, message_delta,
  * message_stop, ping, error) as chat chunks: text and thinking deltas, tool calls named at their block's start
  * and their arguments in input_json_delta pieces, the finish reason and the final usage at message_delta.
- * message_start's usage is the partial usage (PARTIAL_USAGE) until then. Every chunk keeps the event it was
+ * message_start's usage is the partial usage (PARTIAL_USAGE) until then. The chunks of both events carry what their
+ * usage says of the price (PRICE_FACTS: message_start the tier, speed and geography; message_delta the whole usage so
+ * far, server tools' cumulative uses included). Every chunk keeps the event it was
  * read from (NATIVE_EVENT), and every event gives a chunk, so that a Messages client gets them all. Ends at
  * message_stop; an `error` event, or a stream that ends before message_stop, is an UpstreamFailure.
  */
@@ -82,7 +85,7 @@ export async function* chunksOfMessageEvents(name: string, events: SseReader): A
         startUsage = message.usage;
         const started = chunk(delta({ role: 'assistant', content: '' }), type, data);
         started[PARTIAL_USAGE] = chatUsageOfMessage(startUsage);
-        yield started;
+        yield withPriceFacts(started, startUsage);
         break;
       }
       case 'content_block_start': {
@@ -107,9 +110,10 @@ export async function* chunksOfMessageEvents(name: string, events: SseReader): A
         break;
       }
       case 'message_delta': {
-        const usage: ChatUsage = chatUsageOfMessage(mergedUsage(startUsage, data.usage as Partial<MessageUsage> | undefined));
+        const merged = mergedUsage(startUsage, data.usage as Partial<MessageUsage> | undefined);
+        const usage: ChatUsage = chatUsageOfMessage(merged);
         const stop = ((data.delta ?? {}) as Json).stop_reason;
-        yield chunk(delta({}, finishReasonOf(stop)), type, data, { usage });
+        yield withPriceFacts(chunk(delta({}, finishReasonOf(stop)), type, data, { usage }), merged);
         break;
       }
       case 'message_stop':
@@ -127,6 +131,13 @@ export async function* chunksOfMessageEvents(name: string, events: SseReader): A
     }
   }
   throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream before message_stop.`);
+}
+
+/** The answer or chunk, with what the usage block says of its price when it says anything. */
+function withPriceFacts<T extends ChatCompletion | ChatChunk>(answer: T, usage: Partial<MessageUsage> | undefined): T {
+  const facts = priceFactsOfUsage(usage);
+  if (facts) answer[PRICE_FACTS] = facts;
+  return answer;
 }
 
 function parseEvent(name: string, text: string): Json {

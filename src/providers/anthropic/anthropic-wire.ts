@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatChoice, ChatChunkChoice, ChatUsage } from '../chat-contract';
+import type { AnswerPriceFacts, ChatChoice, ChatChunkChoice, ChatUsage } from '../chat-contract';
 
 /**
  * Anthropic's Messages API on the wire (https://docs.anthropic.com/en/api/messages and /messages-streaming), in
@@ -33,6 +33,14 @@ export interface MessageUsage {
   cache_creation_input_tokens: number;
   /** The cache writes by TTL (their sum is cache_creation_input_tokens), when the upstream tells them apart. */
   cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  /** `standard`, `priority` or `batch` (https://docs.claude.com/en/api/service-tiers). */
+  service_tier?: string;
+  /** `fast` or `standard`, when the request set `speed` (https://platform.claude.com/docs/en/build-with-claude/fast-mode). */
+  speed?: string;
+  /** Where inference ran: `us`, `global`, or `not_available` (https://platform.claude.com/docs/en/build-with-claude/data-residency). */
+  inference_geo?: string;
+  /** Uses of the server tools Anthropic ran: `{web_search_requests, web_fetch_requests}` (cumulative in message_delta). */
+  server_tool_use?: Record<string, unknown>;
   [extra: string]: unknown;
 }
 
@@ -62,6 +70,9 @@ export interface AnthropicMessage {
 }
 
 /** A Messages request body (the client's, passed through; or the provider's translation of a chat request). */
+/** The beta that fast mode (`speed: "fast"`) needs (platform.claude.com/docs/en/build-with-claude/fast-mode). */
+export const FAST_MODE_BETA = 'fast-mode-2026-02-01';
+
 export type AnthropicRequest = Record<string, unknown> & { model: string; max_tokens: number; messages: unknown[] };
 
 /**
@@ -94,6 +105,37 @@ export function mergedUsage(start: Partial<MessageUsage> | undefined, delta: Par
   const merged: Partial<MessageUsage> = { ...start };
   if (delta) for (const [name, value] of Object.entries(delta)) if (value !== null && value !== undefined) merged[name] = value;
   return merged;
+}
+
+/** What Anthropic's usage says of inference_geo when the request's model or account has no geography to report. */
+const GEO_NOT_AVAILABLE = 'not_available';
+/** `web_search_requests` → `web_search`: a server tool's count in usage.server_tool_use, by the family of its dated types. */
+const SERVER_TOOL_REQUESTS = /^([a-z][a-z0-9_]*)_requests$/;
+
+/**
+ * What a usage block says about the answer's price (DESIGN.md section 12.2): its tier, speed and geography, and the
+ * uses of each server tool by family (`server_tool_use.web_search_requests` → `web_search`). `inference_geo:
+ * "not_available"` (what Anthropic reports when no geography applies) is no geography; a count that is not a whole
+ * number is left out. Undefined when the block says none of these.
+ */
+export function priceFactsOfUsage(usage: Partial<MessageUsage> | undefined): AnswerPriceFacts | undefined {
+  if (!usage) return undefined;
+  const facts: AnswerPriceFacts = {};
+  if (isText(usage.service_tier)) facts.service_tier = usage.service_tier;
+  if (isText(usage.speed)) facts.speed = usage.speed;
+  if (isText(usage.inference_geo) && usage.inference_geo !== GEO_NOT_AVAILABLE) facts.inference_geo = usage.inference_geo;
+  const tools = usage.server_tool_use;
+  if (tools && typeof tools === 'object') {
+    for (const [field, uses] of Object.entries(tools)) {
+      const family = SERVER_TOOL_REQUESTS.exec(field)?.[1];
+      if (family && typeof uses === 'number' && Number.isInteger(uses) && uses >= 0) (facts.tool_uses ??= {})[family] = uses;
+    }
+  }
+  return Object.keys(facts).length > 0 ? facts : undefined;
+}
+
+function isText(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
 }
 
 /**

@@ -5,7 +5,7 @@ import { anthropicAuth } from '../http/upstream-auth';
 import { UpstreamFailure } from '../upstream-failure';
 import { ChatRequestBody, ChatUpstream, PASS_THROUGH, PassThrough, TokenCountUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
 import { chunksOfMessageEvents, completionOfMessage } from './anthropic-to-chat';
-import { ANTHROPIC_VERSION, AnthropicMessage } from './anthropic-wire';
+import { ANTHROPIC_VERSION, AnthropicMessage, FAST_MODE_BETA } from './anthropic-wire';
 import { anthropicRequest, withCacheBreakpoints } from './chat-to-anthropic';
 
 /** Anthropic's endpoints, under the provider's base_url (`https://api.anthropic.com`). */
@@ -67,6 +67,7 @@ export class AnthropicProvider implements ChatUpstream, TokenCountUpstream {
    */
   private requestOf(model: CatalogEntry, body: ChatRequestBody, stream: boolean): { request: Record<string, unknown>; headers: Readonly<Record<string, string>> | undefined } {
     const passThrough = body[PASS_THROUGH];
+    let headers = passThrough?.headers;
     let request: Record<string, unknown>;
     if (passThrough?.dialect === 'anthropic') {
       request = { ...passThrough.body, model: body.model };
@@ -76,8 +77,10 @@ export class AnthropicProvider implements ChatUpstream, TokenCountUpstream {
       else delete request.stream;
     } else {
       request = anthropicRequest({ ...body, stream }, model);
+      // Fast mode needs its beta header, which a chat client cannot send in Anthropic's name.
+      if (request.speed === 'fast') headers = { 'anthropic-beta': FAST_MODE_BETA };
     }
     if (model.auto_cache) request = withCacheBreakpoints(request);
-    return { request, headers: passThrough?.headers };
+    return { request, headers };
   }
 }

@@ -49,6 +49,10 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
   if (!thinking && typeof body.top_p === 'number') request.top_p = body.top_p;
   if (typeof body.user === 'string' && body.user !== '') request.metadata = { user_id: body.user };
   if (body.stream === true) request.stream = true;
+  // Anthropic's price options a chat client may set (the route refused those its model does not price: DESIGN.md
+  // section 12.2): fast mode (with its beta header: anthropic.provider.ts) and the region of inference.
+  if (typeof body.speed === 'string') request.speed = body.speed;
+  if (typeof body.inference_geo === 'string') request.inference_geo = body.inference_geo;
   return request;
 }
 

@@ -1,11 +1,11 @@
 import { ConverseStreamOutput, ThrottlingException, ValidationException } from '@aws-sdk/client-bedrock-runtime';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import type { ChatChunk } from '../chat-contract';
+import { ChatChunk, PRICE_FACTS } from '../chat-contract';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
-import { chatUsageOf, chunksOfConverseStream, completionOfConverse } from './bedrock-to-chat';
+import { bedrockPriceFacts, chatUsageOf, chunksOfConverseStream, completionOfConverse } from './bedrock-to-chat';
 import { bedrockFailure } from './bedrock-transport';
-import { converseInput } from './chat-to-bedrock';
+import { bedrockServiceTier, converseInput } from './chat-to-bedrock';
 
 const MODEL = { id: 'claude', max_output_tokens: 8192 } as CatalogEntry;
 const CLAUDE = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
@@ -101,6 +101,15 @@ describe('chat to Converse', () => {
     expect(input.messages).toEqual([{ role: 'user', content: [{ text: 'Hi' }, CACHE_POINT] }]);
     expect(converseInput(chat({}), MODEL).messages).toEqual([{ role: 'user', content: [{ text: 'Hi' }] }]);
   });
+
+  it('asks for priority (also as OpenAI\'s fast) or flex in serviceTier, and sends none for the standard values', () => {
+    expect(converseInput(chat({ service_tier: 'priority' }), MODEL).serviceTier).toEqual({ type: 'priority' });
+    expect(converseInput(chat({ service_tier: 'fast' }), MODEL).serviceTier).toEqual({ type: 'priority' });
+    expect(converseInput(chat({ service_tier: 'flex' }), MODEL).serviceTier).toEqual({ type: 'flex' });
+    for (const standard of ['auto', 'default', 'standard', 'standard_only', null, 2]) expect(bedrockServiceTier(standard)).toBeUndefined();
+    expect(converseInput(chat({ service_tier: 'auto' }), MODEL)).not.toHaveProperty('serviceTier');
+    expect(converseInput(chat({}), MODEL)).not.toHaveProperty('serviceTier');
+  });
 });
 
 describe('Converse to chat', () => {
@@ -160,6 +169,24 @@ describe('Converse to chat', () => {
     expect(out.at(-2)!.choices![0].finish_reason).toBe('tool_calls');
     expect(out.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 25, completion_tokens: 9, prompt_tokens_details: { cached_tokens: 20 } } });
     expect(out.every((c) => c.id === 'chatcmpl-req-1' && c.model === CLAUDE)).toBe(true);
+  });
+
+  it('reports the tier that served the answer (serviceTier.type) as PRICE_FACTS, JSON and at the stream\'s metadata', async () => {
+    const answer = (serviceTier: unknown) =>
+      completionOfConverse({ output: { message: { role: 'assistant', content: [{ text: 'Hi' }] } }, stopReason: 'end_turn', usage: undefined, metrics: undefined, serviceTier, $metadata: {} } as never, CLAUDE, 'r');
+    expect(answer({ type: 'priority' })[PRICE_FACTS]).toEqual({ service_tier: 'priority' });
+    expect(answer({ type: 'default' })[PRICE_FACTS]).toEqual({ service_tier: 'default' });
+    expect(PRICE_FACTS in answer(undefined)).toBe(false);
+    expect(bedrockPriceFacts({ type: '' as never })).toBeUndefined();
+    const out = await chunks([
+      { messageStart: { role: 'assistant' } },
+      { contentBlockDelta: { contentBlockIndex: 0, delta: { text: 'Hi' } } },
+      { messageStop: { stopReason: 'end_turn' } },
+      { metadata: { usage: { inputTokens: 5, outputTokens: 1, totalTokens: 6 }, metrics: { latencyMs: 1 }, serviceTier: { type: 'flex' } } },
+    ]);
+    expect(out.map((c) => c[PRICE_FACTS])).toEqual([undefined, undefined, undefined, { service_tier: 'flex' }]);
+    const silent = await chunks([{ messageStart: { role: 'assistant' } }, { messageStop: { stopReason: 'end_turn' } }, { metadata: { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, metrics: { latencyMs: 1 } } }]);
+    expect(silent.some((c) => PRICE_FACTS in c)).toBe(false);
   });
 
   it('completes a stream that ends after messageStop without metadata, and fails one that ends before', async () => {

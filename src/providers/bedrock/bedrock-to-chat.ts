@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { ConverseResponse, ConverseStreamOutput, TokenUsage } from '@aws-sdk/client-bedrock-runtime';
-import type { ChatChunk, ChatChunkChoice, ChatCompletion, ChatToolCall, ChatUsage } from '../chat-contract';
+import type { ConverseResponse, ConverseStreamOutput, ServiceTier, TokenUsage } from '@aws-sdk/client-bedrock-runtime';
+import { AnswerPriceFacts, ChatChunk, ChatChunkChoice, ChatCompletion, ChatToolCall, ChatUsage, PRICE_FACTS } from '../chat-contract';
 import { UpstreamFailure } from '../upstream-failure';
 
 type Json = Record<string, unknown>;
@@ -23,6 +23,16 @@ export function chatUsageOf(usage: Partial<TokenUsage> | undefined): ChatUsage {
   };
 }
 
+/**
+ * The tier that served an answer, from Converse's `serviceTier` (or ConverseStream's metadata event's): its `type`
+ * (priority, default, flex, reserved: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ServiceTier.html)
+ * as the answer's PRICE_FACTS; undefined when the answer names none.
+ */
+export function bedrockPriceFacts(serviceTier: Partial<ServiceTier> | undefined): AnswerPriceFacts | undefined {
+  const type = serviceTier?.type;
+  return typeof type === 'string' && type.length > 0 ? { service_tier: type } : undefined;
+}
+
 /** Converse's stopReason as chat's finish_reason. */
 export function finishReasonOf(stopReason: unknown): string {
   switch (stopReason) {
@@ -43,7 +53,7 @@ export function finishReasonOf(stopReason: unknown): string {
 /**
  * A Converse answer as a chat.completion: text blocks into `content`, reasoningContent into `reasoning_content`,
  * toolUse blocks into `tool_calls` (input as JSON arguments), stopReason into finish_reason, usage into chat's
- * token classes. Converse names no answer id: the AWS request id stands for it.
+ * token classes, serviceTier into PRICE_FACTS. Converse names no answer id: the AWS request id stands for it.
  */
 export function completionOfConverse(answer: ConverseResponse, model: string, requestId: string | undefined): ChatCompletion {
   const content: unknown = answer.output?.message?.content;
@@ -60,7 +70,9 @@ export function completionOfConverse(answer: ConverseResponse, model: string, re
       toolCalls.push({ id: idOf(toolUse.toolUseId), type: 'function', function: { name: String(toolUse.name ?? ''), arguments: JSON.stringify(toolUse.input ?? {}) } });
     }
   }
+  const facts = bedrockPriceFacts(answer.serviceTier);
   return {
+    ...(facts && { [PRICE_FACTS]: facts }),
     id: chatId(requestId),
     object: 'chat.completion',
     created: nowSeconds(),
@@ -86,7 +98,7 @@ export function completionOfConverse(answer: ConverseResponse, model: string, re
 /**
  * A ConverseStream's events as chat chunks: messageStart the role, contentBlockStart of a toolUse the tool call's
  * id and name, contentBlockDelta its text, reasoning text or tool-input pieces, messageStop the finish reason,
- * metadata the usage (a chunk with `choices: []`, as OpenAI sends it). The stream is complete at metadata, or when
+ * metadata the usage (a chunk with `choices: []`, as OpenAI sends it) and the tier that served it (PRICE_FACTS). The stream is complete at metadata, or when
  * it ends after messageStop (an upstream that reports no usage); an end before either is an UpstreamFailure.
  * Exception events reach here as the SDK's thrown errors (the transport maps them).
  */
@@ -120,7 +132,8 @@ export async function* chunksOfConverseStream(name: string, model: string, reque
       stopped = true;
       yield chunk(delta({}, finishReasonOf(event.messageStop.stopReason)));
     } else if (event.metadata) {
-      yield chunk([], { usage: chatUsageOf(event.metadata.usage) });
+      const facts = bedrockPriceFacts(event.metadata.serviceTier);
+      yield chunk([], { usage: chatUsageOf(event.metadata.usage), ...(facts && { [PRICE_FACTS]: facts }) });
       return;
     }
     // contentBlockStop, and events Bedrock may add: nothing for chat.

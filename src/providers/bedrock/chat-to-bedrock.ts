@@ -33,7 +33,8 @@ type Turn = Message & { role: 'user' | 'assistant'; content: ContentBlock[] };
  * tools into toolConfig, the output limit (the body's, else the model's max_output_tokens), temperature, top_p and
  * stop into inferenceConfig, reasoning_effort as Claude's thinking budget, and cache checkpoints where the client
  * marked `cache_control` (or, with the model's `auto_cache`, after the system prompt, the tools and the last
- * message). What Converse cannot take (n > 1, an image by URL) is a 400 before any call.
+ * message), service_tier as serviceTier (bedrockServiceTier). What Converse cannot take (n > 1, an image by URL) is a
+ * 400 before any call.
  */
 export function converseInput(body: ChatRequestBody, model: CatalogEntry): ConverseInput {
   if (typeof body.n === 'number' && body.n > 1) {
@@ -55,9 +56,20 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   // Claude refuses temperature and top_p other than their defaults with thinking on.
   if (!thinking && typeof body.temperature === 'number') input.inferenceConfig!.temperature = Math.min(body.temperature, MAX_TEMPERATURE);
   if (!thinking && typeof body.top_p === 'number') input.inferenceConfig!.topP = body.top_p;
+  const tier = bedrockServiceTier(body.service_tier);
+  if (tier) input.serviceTier = { type: tier };
   return model.auto_cache && countCachePoints(input) === 0 ? withCachePoints(input) : keepLastCachePoints(input);
 }
 
+/**
+ * chat's service_tier as Converse's serviceTier.type (https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html:
+ * "priority", "default" or "flex"): OpenAI's `priority` and its 2026 name `fast` are priority, `flex` flex; the standard
+ * values (auto, default, standard) send none, which Bedrock serves as default.
+ */
+export function bedrockServiceTier(tier: unknown): 'priority' | 'flex' | undefined {
+  if (tier === 'priority' || tier === 'fast') return 'priority';
+  return tier === 'flex' ? 'flex' : undefined;
+}
 
 function thinkingFor(effort: unknown, maxTokens: number): DocumentType | undefined {
   const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;

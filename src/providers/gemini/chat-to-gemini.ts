@@ -1,7 +1,7 @@
 import type { CatalogEntry } from '../../config/gateway-config.schema';
 import type { ChatRequestBody } from '../upstream-provider';
 import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
-import { GeminiContent, GeminiPart, GeminiRequest } from './gemini-wire';
+import { GeminiContent, GeminiPart, GeminiRequest, geminiServiceTier } from './gemini-wire';
 
 type Json = Record<string, unknown>;
 
@@ -32,7 +32,8 @@ const MIME_BY_EXTENSION: Record<string, string> = {
  * functionCall parts and tool results as functionResponse parts of a user turn (named after the call they
  * answer); function tools with their full JSON Schema (parametersJsonSchema); tool_choice as
  * functionCallingConfig; the output limit (the body's, else the model's max_output_tokens), temperature,
- * top_p, stop, n, seed, penalties, JSON output and reasoning_effort in generationConfig.
+ * top_p, stop, n, seed, penalties, JSON output and reasoning_effort in generationConfig; service_tier (priority, fast,
+ * flex) as serviceTier.
  */
 export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): GeminiRequest {
   const system: GeminiPart[] = [];
@@ -43,6 +44,8 @@ export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): Gemin
     if (message && typeof message === 'object') appendMessage(system, contents, callNames, message);
   }
   const request: GeminiRequest = { contents, generationConfig: generationConfig(body, model) };
+  const tier = geminiServiceTier(body.service_tier);
+  if (tier) request.serviceTier = tier;
   if (system.length > 0) request.systemInstruction = { parts: system };
   const declarations = functionDeclarations(body.tools);
   if (declarations.length > 0) {

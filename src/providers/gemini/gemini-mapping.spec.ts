@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import { ChatChunk, PARTIAL_USAGE } from '../chat-contract';
+import { ChatChunk, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
 import { SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 import { geminiRequest, THINKING_BUDGET } from './chat-to-gemini';
 import { geminiPath } from './gemini.provider';
 import { chunksOfGeminiEvents, completionOfResponse } from './gemini-to-chat';
-import { chatUsageOfGemini, finishReasonOf } from './gemini-wire';
+import { chatUsageOfGemini, finishReasonOf, geminiPriceFacts } from './gemini-wire';
 
 const MODEL = { id: 'gemini', max_output_tokens: 8192 } as CatalogEntry;
 const chat = (fields: Record<string, unknown>): ChatRequestBody => ({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'Hi' }], ...fields }) as ChatRequestBody;
@@ -18,9 +18,9 @@ function sse(events: object[]): SseReader {
   return new SseReader('test', Readable.from([Buffer.from(text, 'utf8')]));
 }
 
-async function chunks(events: object[]): Promise<ChatChunk[]> {
+async function chunks(events: object[], facts?: { service_tier: string }): Promise<ChatChunk[]> {
   const out: ChatChunk[] = [];
-  for await (const chunk of chunksOfGeminiEvents('test', sse(events))) out.push(chunk);
+  for await (const chunk of chunksOfGeminiEvents('test', sse(events), facts)) out.push(chunk);
   return out;
 }
 
@@ -80,6 +80,15 @@ describe('chat to Gemini', () => {
     expect(geminiRequest(chat({ reasoning_effort: 'none' }), MODEL).generationConfig.thinkingConfig).toEqual({ thinkingBudget: 0 });
     expect(geminiRequest(chat({}), MODEL).generationConfig.thinkingConfig).toBeUndefined();
     expect(Object.values(THINKING_BUDGET).every((b) => b > 0 && b <= 24576)).toBe(true);
+  });
+
+  it('asks for priority (also as OpenAI\'s fast) or flex in serviceTier, and sends none for the standard values', () => {
+    const tier = (service_tier: unknown) => geminiRequest(chat({ service_tier }), MODEL).serviceTier;
+    expect(tier('priority')).toBe('priority');
+    expect(tier('fast')).toBe('priority');
+    expect(tier('flex')).toBe('flex');
+    for (const standard of ['auto', 'default', 'standard', 'standard_only', null, 1]) expect(tier(standard)).toBeUndefined();
+    expect(geminiRequest(chat({ service_tier: 'default' }), MODEL)).not.toHaveProperty('serviceTier');
   });
 });
 
@@ -150,6 +159,26 @@ describe('Gemini to chat', () => {
     const error = await chunks([{ candidates: [{ content: { parts: [{ text: 'Hel' }] } }] }, { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } }]).catch((e) => e);
     expect(error).toMatchObject({ kind: 'server_error', status: 503, message: expect.stringContaining('The model is overloaded.') });
     await expect(chunks([{ candidates: 'nonsense' }, ['not an object']])).rejects.toThrow(/malformed stream event/);
+  });
+
+  it('reads the tier that served the answer from x-gemini-service-tier, in lower case', () => {
+    expect(geminiPriceFacts({ 'x-gemini-service-tier': 'priority' })).toEqual({ service_tier: 'priority' });
+    expect(geminiPriceFacts({ 'x-gemini-service-tier': ' STANDARD ' })).toEqual({ service_tier: 'standard' });
+    expect(geminiPriceFacts({ 'x-gemini-service-tier': ['flex', 'priority'] })).toEqual({ service_tier: 'flex' });
+    expect(geminiPriceFacts({ 'x-gemini-service-tier': '' })).toBeUndefined();
+    expect(geminiPriceFacts({ 'content-type': 'text/event-stream' })).toBeUndefined();
+  });
+
+  it('puts the answer\'s tier on every chunk of its stream, the usage chunk included', async () => {
+    const events = [
+      { responseId: 'r', candidates: [{ content: { parts: [{ text: 'Hel' }] } }], usageMetadata: { promptTokenCount: 2 } },
+      { candidates: [{ content: { parts: [{ text: 'lo' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 2, candidatesTokenCount: 2 } },
+    ];
+    const out = await chunks(events, { service_tier: 'standard' });
+    expect(out.length).toBeGreaterThan(2);
+    expect(out.map((c) => c[PRICE_FACTS])).toEqual(out.map(() => ({ service_tier: 'standard' })));
+    expect(out.at(-1)!.usage).toMatchObject({ prompt_tokens: 2 });
+    expect((await chunks(events)).some((c) => PRICE_FACTS in c)).toBe(false);
   });
 
   it('ends a blocked prompt\'s stream as content_filter', async () => {

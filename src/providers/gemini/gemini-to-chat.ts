@@ -1,4 +1,4 @@
-import { ChatChunk, ChatChunkChoice, ChatCompletion, ChatToolCall, ChatUsage, PARTIAL_USAGE } from '../chat-contract';
+import { AnswerPriceFacts, ChatChunk, ChatChunkChoice, ChatCompletion, ChatToolCall, ChatUsage, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
 import type { SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import { chatUsageOfGemini, finishReasonOf, GeminiCandidate, GeminiPart, GeminiResponse, newCallId } from './gemini-wire';
@@ -54,9 +54,10 @@ export function completionOfResponse(response: GeminiResponse): ChatCompletion {
  * Gemini sends no end marker: the stream ends with the body, which is a proper end once every candidate seen
  * has finished (or the prompt was blocked); a body that ends before is an UpstreamFailure, and so is an
  * `{error: {code, message, status}}` event. usageMetadata, repeated and growing on the events, is reported once,
- * in a last chunk with `choices: []`; until then the latest is the partial usage (PARTIAL_USAGE).
+ * in a last chunk with `choices: []`; until then the latest is the partial usage (PARTIAL_USAGE). `facts` (the
+ * answer's tier, from its headers) ride on every chunk as PRICE_FACTS.
  */
-export async function* chunksOfGeminiEvents(name: string, events: SseReader): AsyncGenerator<ChatChunk> {
+export async function* chunksOfGeminiEvents(name: string, events: SseReader, facts?: AnswerPriceFacts): AsyncGenerator<ChatChunk> {
   let id = chatId(undefined);
   let model = '';
   const created = nowSeconds();
@@ -68,6 +69,7 @@ export async function* chunksOfGeminiEvents(name: string, events: SseReader): As
   const chunk = (choices: ChatChunkChoice[]): ChatChunk => {
     const c: ChatChunk = { id, object: 'chat.completion.chunk', created, model, choices };
     if (usage) c[PARTIAL_USAGE] = usage;
+    if (facts) c[PRICE_FACTS] = facts;
     return c;
   };
   let first = true;
@@ -112,7 +114,7 @@ export async function* chunksOfGeminiEvents(name: string, events: SseReader): As
   if (finished.size === 0 || unfinished.length > 0) {
     throw new UpstreamFailure('bad_response', `Upstream ${name} ended the stream before its answer finished.`);
   }
-  if (usage) yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage };
+  if (usage) yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage, ...(facts && { [PRICE_FACTS]: facts }) };
 }
 
 /** A candidate's parts: text, thoughts and function calls (in a stream, `firstCall` numbers them as tool-call deltas). */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ChatUsage } from '../chat-contract';
+import type { AnswerPriceFacts, ChatUsage } from '../chat-contract';
 
 /**
  * Google's Gemini API on the wire (https://ai.google.dev/api/generate-content), the parts the `gemini` provider
@@ -31,6 +31,30 @@ export interface GeminiRequest {
   tools?: { functionDeclarations: Record<string, unknown>[] }[];
   toolConfig?: { functionCallingConfig: { mode: 'AUTO' | 'ANY' | 'NONE'; allowedFunctionNames?: string[] } };
   generationConfig: Record<string, unknown>;
+  /** The tier asked for (GeminiServiceTier); none: standard. */
+  serviceTier?: GeminiServiceTier;
+}
+
+/**
+ * Gemini's paid tiers, as @google/genai sends them in `serviceTier` (https://ai.google.dev/gemini-api/docs/priority-inference,
+ * https://ai.google.dev/gemini-api/docs/flex-inference: "set the service_tier field in the request body to priority").
+ */
+export type GeminiServiceTier = 'priority' | 'flex';
+
+/** chat's service_tier as Gemini's: OpenAI's `priority` and its 2026 name `fast` are Gemini's priority, `flex` its flex; others are standard (none sent). */
+export function geminiServiceTier(tier: unknown): GeminiServiceTier | undefined {
+  if (tier === 'priority' || tier === 'fast') return 'priority';
+  return tier === 'flex' ? 'flex' : undefined;
+}
+
+/**
+ * The tier that served an answer, from its `x-gemini-service-tier` header (`standard` when a priority request was
+ * downgraded: https://ai.google.dev/gemini-api/docs/priority-inference), in lower case; undefined without one.
+ */
+export function geminiPriceFacts(headers: Readonly<Record<string, string | string[] | undefined>>): AnswerPriceFacts | undefined {
+  const value = headers['x-gemini-service-tier'];
+  const tier = (Array.isArray(value) ? value[0] : value)?.trim().toLowerCase();
+  return tier ? { service_tier: tier } : undefined;
 }
 
 export interface GeminiUsage {

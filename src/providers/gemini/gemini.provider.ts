@@ -2,11 +2,12 @@ import { CatalogEntry, GeminiProviderConfig } from '../../config/gateway-config.
 import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
 import { googleApiKeyAuth } from '../http/upstream-auth';
+import { PRICE_FACTS } from '../chat-contract';
 import { UpstreamFailure } from '../upstream-failure';
 import { ChatRequestBody, ChatUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
 import { geminiRequest } from './chat-to-gemini';
 import { chunksOfGeminiEvents, completionOfResponse } from './gemini-to-chat';
-import { GeminiResponse } from './gemini-wire';
+import { geminiPriceFacts, GeminiResponse } from './gemini-wire';
 
 /** Gemini's endpoints under the provider's base_url (`https://generativelanguage.googleapis.com`): the model is in the path. */
 export function geminiPath(operation: UpstreamOperation, upstreamModel: string): string {
@@ -29,7 +30,8 @@ export function refusesGeminiKey(_status: number, body: unknown): boolean {
  * (chat-to-gemini.ts); the answer and the stream are read back into the chat contract (gemini-to-chat.ts), usage
  * in chat's token classes. Errors ({error: {code, message, status}}) are mapped by the transport: 429
  * RESOURCE_EXHAUSTED is retried on another deployment, 5xx (503 UNAVAILABLE) too, a refused key (401, 403, or a 400 naming
- * API_KEY_INVALID) is the operator's (502), other 4xx pass through.
+ * API_KEY_INVALID) is the operator's (502), other 4xx pass through. The tier that served the answer, from its
+ * `x-gemini-service-tier` header, rides on the completion and on every chunk as PRICE_FACTS.
  */
 export class GeminiProvider implements ChatUpstream {
   private readonly transport: HttpTransport;
@@ -46,7 +48,10 @@ export class GeminiProvider implements ChatUpstream {
     if (!Array.isArray(parsed.candidates) && !(parsed.promptFeedback && typeof parsed.promptFeedback === 'object')) {
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} sent an answer without candidates.`);
     }
-    return { body: completionOfResponse(parsed as GeminiResponse) };
+    const completion = completionOfResponse(parsed as GeminiResponse);
+    const facts = geminiPriceFacts(answer.headers);
+    if (facts) completion[PRICE_FACTS] = facts;
+    return { body: completion };
   }
 
   async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
@@ -56,7 +61,7 @@ export class GeminiProvider implements ChatUpstream {
       discardBody(answer.body);
       throw new UpstreamFailure('bad_response', `Upstream ${this.name} answered a stream request with ${answer.contentType || 'no content type'}.`);
     }
-    return chunksOfGeminiEvents(this.name, new SseReader(this.name, answer.body));
+    return chunksOfGeminiEvents(this.name, new SseReader(this.name, answer.body), geminiPriceFacts(answer.headers));
   }
 
   close(): Promise<void> {

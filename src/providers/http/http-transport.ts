@@ -6,6 +6,8 @@ import { UpstreamAuth } from './upstream-auth';
 
 export interface UpstreamResponse {
   contentType: string;
+  /** The answer's headers, names in lower case (Gemini's `x-gemini-service-tier`). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
   body: Readable;
 }
 
@@ -109,7 +111,7 @@ export class HttpTransport {
     answer.body.on('error', () => undefined);
     const responseType = String(answer.headers['content-type'] ?? '');
     if (answer.statusCode >= 200 && answer.statusCode < 300) {
-      return { contentType: responseType, body: answer.body };
+      return { contentType: responseType, headers: answer.headers, body: answer.body };
     }
     const { message, quotaSpent, parsed } = await readError(answer.body).catch(() => ({ message: '', quotaSpent: false, parsed: undefined }));
     // The gateway's own key refused: the operator's to fix, never the client's (DESIGN.md section 12.3).

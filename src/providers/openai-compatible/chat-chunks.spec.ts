@@ -31,6 +31,12 @@ describe(chatChunks.name, () => {
     await expect(parse([`event: message\ndata: ${a}\n\ndata: ${b}\n\ndata: [DONE]\n\n`])).resolves.toEqual(EVENTS);
   });
 
+  it('keeps each chunk\'s own service_tier, which billing reads as the tier that served it', async () => {
+    const chunk = { ...EVENTS[0], service_tier: 'priority' };
+    const [read] = await parse([`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`]);
+    expect(read.service_tier).toBe('priority');
+  });
+
   it('stops at [DONE] and reads nothing after it', async () => {
     await expect(parse([`data: ${JSON.stringify(EVENTS[0])}\n\ndata: [DONE]\n\ndata: not json at all\n\n`])).resolves.toEqual([EVENTS[0]]);
   });
