@@ -165,5 +165,43 @@ describe("Claude Code's web search through the gateway, charged per search (issu
     expect(money.charges.map((c) => c.amount)).toEqual([cost]);
     expect(money).toMatchObject({ balance: CREDITS_MICROS - cost, reserved: 0n, openHolds: 0 });
     expect((message.usage as unknown as { cost: number }).cost).toBe(Number(cost) / 1e6);
+
+    // The statement and /v1/usage show the searches and their fees beside the token classes: together, the charge.
+    const auth = { headers: { authorization: `Bearer ${key}` } };
+    const statement: any = await (await fetch(`${suite.gw.url}/v1/usage/statement`, auth)).json();
+    const charge = statement.movements.find((m: { kind: string }) => m.kind === 'charge');
+    expect(charge.micros_by_class['tool:web_search']).toBe('20000.000000');
+    const picos = Object.entries(charge.micros_by_class as Record<string, string>)
+      .filter(([name]) => !name.startsWith('tool:'))
+      .reduce((sum, [, micros]) => sum + BigInt(micros.replace('.', '')), 0n);
+    expect((picos + 999_999n) / 1_000_000n + 2n * SEARCH_FEE_MICROS).toBe(cost);
+    const usage: any = await (await fetch(`${suite.gw.url}/v1/usage`, auth)).json();
+    expect(usage.totals.tool_uses).toEqual({ web_search: { uses: 2, cost_usd: '0.020000' } });
+    expect(usage.latest.find((r: { endpoint: string }) => r.endpoint === '/v1/messages').tool_uses).toEqual({ web_search: { uses: 2, cost_usd: '0.020000' } });
+  });
+
+  it('holds the fees of the searches a request may run: max_uses, else tool_hold_uses (10)', async () => {
+    // About $0.016 of tokens (a short prompt, 1,024 output tokens at $15 per million) and $0.10 of searches.
+    const { accountId, key } = await admin.createAccount({ creditsUsd: '0.05' });
+    fake.webSearch = { queries: ['one'], results: RESULTS };
+    const ask = (tool: Record<string, unknown> | null) => ({
+      model: 'claude-any-name',
+      max_tokens: 1024,
+      ...(tool ? { tools: [{ type: 'web_search_20250305', name: 'web_search', ...tool }] } : {}),
+      messages: [{ role: 'user', content: 'Search once.' }],
+    });
+    const refused = await fetch(`${suite.gw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify(ask({})),
+    });
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as any).error.type).toBe('billing_error');
+    expect(fake.requests).toHaveLength(0);
+    // Two searches at most: $0.02 held for them, which the balance covers.
+    const message = await anthropic(suite.gw, key).messages.create(ask({ max_uses: 2 }) as any);
+    expect(message.usage.server_tool_use).toEqual({ web_search_requests: 1, web_fetch_requests: 0 });
+    const cost = tokenCost(fake.requests[0].answered!.usage) + SEARCH_FEE_MICROS;
+    expect(await moneyOf(db, accountId)).toMatchObject({ balance: 50_000n - cost, reserved: 0n, openHolds: 0 });
   });
 });
