@@ -93,9 +93,10 @@ describe('anthropic price options', () => {
 
   it.each([false, true])('forwards a chat client’s fast mode with its beta header, and charges it (streamed: %s)', async (stream) => {
     const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
-    const body = { model: OPUS.id, messages: [{ role: 'user' as const, content: 'How fast is fast mode?' }], max_tokens: 512, speed: 'fast' } as any;
-    if (stream) for await (const _ of await sdk(gw, key).chat.completions.create({ ...body, stream: true })) void _;
-    else await sdk(gw, key).chat.completions.create(body);
+    // `speed` is Anthropic's field, which the openai SDK's types do not know: sent as an extra body field.
+    const body = { model: OPUS.id, messages: [{ role: 'user' as const, content: 'How fast is fast mode?' }], max_tokens: 512 };
+    if (stream) for await (const _ of await sdk(gw, key).chat.completions.create({ ...body, stream: true }, { body: { ...body, stream: true, speed: 'fast' } })) void _;
+    else await sdk(gw, key).chat.completions.create(body, { body: { ...body, speed: 'fast' } });
     expect(fake.requests[0].body.speed).toBe('fast');
     expect(fake.requests[0].headers['anthropic-beta']).toBe(FAST_MODE);
     await expectCharged(accountId, times(PRICES, 6), [{ speed: 'fast' }]);

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { AdminClient } from './support/admin-client';
 import { chatCatalogEntry, expectOneCharge, moneyOf, parseSseData, postChat, postJson, PricedModel, sdk, useGatewayWithFake, waitForUsageRows, withFakeProvider } from './support/chat-support';
 import { FakeUpstream } from './support/fake-upstream';
+import { anthropic } from './support/messages-support';
 import { RawConfig, TEST_ADMIN_TOKEN } from './support/test-app';
 
 /**
@@ -106,6 +107,25 @@ describe('price variants on chat completions and the Responses API', () => {
     expect(((await res.json()) as any).usage.cost).toBe(Number(STANDARD * 2n) / 1e6);
     expect(fake.requests[0].body.service_tier).toBe('priority');
     await expectOneCharge(db, accountId, { cost: STANDARD * 2n, credits: CREDITS, row: {} });
+  });
+
+  it('charges a streamed Responses answer at the tier the upstream reports', async () => {
+    const { accountId, key } = await account();
+    const events = await sdk(suite.gw, key).responses.create({ model: TIERED.id, input: 'x'.repeat(1200), service_tier: 'flex', stream: true });
+    let completed: any;
+    for await (const event of events) if (event.type === 'response.completed') completed = event.response;
+    expect(completed.usage.cost).toBe(Number(STANDARD / 2n) / 1e6);
+    await expectOneCharge(db, accountId, { cost: STANDARD / 2n, credits: CREDITS, row: { streamed: true } });
+  });
+
+  it.each([false, true])('reprices a Messages request translated to the chat upstream past prompt_tokens_over (streamed: %s)', async (stream) => {
+    fake.reply = { content: 'Long.', promptTokens: 2400, completionTokens: COMPLETION };
+    const { accountId, key } = await account();
+    const body = { model: TIERED.id, max_tokens: 200, messages: [{ role: 'user' as const, content: 'x'.repeat(2100) }] };
+    if (stream) await anthropic(suite.gw, key).messages.stream(body).finalMessage();
+    else await anthropic(suite.gw, key).messages.create(body);
+    // 2,400 × 2.5 + 100 × 15 = 7,500 µUSD
+    await expectOneCharge(db, accountId, { cost: 7500n, credits: CREDITS, row: { prompt_tokens: 2400, streamed: stream } });
   });
 
   it('holds for the tier asked: a balance that covers the standard hold but not the priority one is refused before any upstream call', async () => {
