@@ -253,6 +253,19 @@ describe('anthropic upstream', () => {
       expect(await moneyOf(db, accountId)).toMatchObject({ balance: 10_000_000n, charges: [] });
     });
 
+    it('counts tokens through the router: a 529 on the first deployment is counted by the second, whose model it names', async () => {
+      const { accountId, key } = await admin.createAccount({ creditsUsd: '10' });
+      fake.failNext('status529');
+      const counted = { model: FAILOVER.id, messages: [{ role: 'user' as const, content: 'Count me.' }] };
+      const answer = await anthropic(gw, key).messages.countTokens(counted);
+      expect(answer.input_tokens).toBe(FakeAnthropic.countInputTokens({ ...counted, model: 'claude-opus-4-6' }));
+      expect(fake.requests.map((r) => r.path)).toEqual(['/v1/messages/count_tokens']);
+      expect(second.requests.map((r) => [r.path, r.body.model])).toEqual([['/v1/messages/count_tokens', 'claude-opus-4-6']]);
+      const [row] = await waitForUsageRows(db, accountId, 1);
+      const [record] = await db.query(`SELECT deployment, attempts, cost_micros FROM usage_records WHERE request_id = $1`, [row.request_id]);
+      expect(record).toEqual({ deployment: 'claude2/claude-opus-4-6', attempts: 2, cost_micros: '0' });
+    });
+
     it('auto_cache puts breakpoints on the last tool, system block and message block of a request that has none', async () => {
       const { key } = await admin.createAccount({ creditsUsd: '10' });
       const tools = [

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Logger, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { AccountThrottlerGuard } from '../burst-limit/account-throttler.guard';
 import { CHAT_ERRORS, chatCall, COST_HEADER } from '../chat/chat-call';
 import { ChatService } from '../chat/chat.service';
@@ -16,8 +16,8 @@ import { UsageMeter } from '../usage/usage-meter';
 import { countTokensAnswer, countTokensBody, createMessageBody } from './dto/messages.schema';
 import { MalformedToolArguments } from './malformed-tool-arguments';
 import { NATIVE_ANSWER } from '../providers/chat-contract';
-import { ProviderRegistry } from '../providers/provider-registry';
-import { asGatewayError, logCredentialsRefused } from '../providers/upstream-failure';
+import { asGatewayError } from '../providers/upstream-failure';
+import { UpstreamRouter } from '../routing/upstream-router';
 import { PassThrough } from '../providers/upstream-provider';
 import { abortOnClientClose } from '../common/http/client-abort';
 import { messageFromCompletion } from './message-body';
@@ -36,13 +36,12 @@ const ENVELOPE = 'Errors use Anthropic\'s envelope {"type": "error", "error": {t
 @Controller('v1/messages')
 @AcceptsXApiKey()
 export class MessagesController {
-  private readonly logger = new Logger(MessagesController.name);
 
   constructor(
     private readonly chat: ChatService,
     private readonly malformedToolArguments: MalformedToolArguments,
     private readonly ignoredParams: IgnoredParamsReport,
-    private readonly providers: ProviderRegistry,
+    private readonly upstreams: UpstreamRouter,
   ) {}
 
   @Post()
@@ -108,17 +107,15 @@ export class MessagesController {
   ): Promise<Record<string, unknown>> {
     meter.describe({ model: request.model.id, streamed: false });
     this.ignoredParams.report('/v1/messages/count_tokens', res.raw, request.ignored);
-    const counter = request.passThroughBody ? this.providers.tokenCounterFor(request.model) : null;
-    if (counter) {
-      // Anthropic's own count of its own tokens (uncharged): the gateway's tokenizer is not Claude's.
-      try {
-        return await counter.countTokens(request.model, passThroughOf(req, request.passThroughBody!), abortOnClientClose(res.raw));
-      } catch (err) {
-        logCredentialsRefused(this.logger, err, req.id);
-        throw asGatewayError(err, 'model');
-      }
+    const counted = () => promptTokens(request.messages, request.tools);
+    if (!request.passThroughBody) return { input_tokens: await counted() };
+    // Anthropic's own count of its own tokens (uncharged): the gateway's tokenizer is not Claude's. Through the
+    // router, as every upstream call: the deployment that would serve the request counts (breaker, failover, metrics).
+    try {
+      return await this.upstreams.countTokens(request.model, { request: passThroughOf(req, request.passThroughBody), counted }, abortOnClientClose(res.raw), meter);
+    } catch (err) {
+      throw asGatewayError(err, 'model');
     }
-    return { input_tokens: await promptTokens(request.messages, request.tools) };
   }
 }
 

@@ -34,12 +34,10 @@ function providerFor(name: string, config: ProviderConfig): ClosableProvider {
 @Injectable()
 export class ProviderRegistry implements OnApplicationShutdown {
   private readonly providers = new Map<string, ClosableProvider>();
-  private readonly types = new Map<string, ProviderConfig['type']>();
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig) {
     for (const [name, providerConfig] of Object.entries(config.providers)) {
       this.providers.set(name, providerFor(name, providerConfig));
-      this.types.set(name, providerConfig.type);
     }
   }
 
@@ -47,17 +45,6 @@ export class ProviderRegistry implements OnApplicationShutdown {
     // The config loader checks that every catalog entry names a configured provider, of a type that serves its
     // kind: the methods of that kind are there.
     return this.providers.get(model.provider) as UpstreamProvider;
-  }
-
-  /** The provider that counts a Messages request's tokens itself (Anthropic's count_tokens), if the model's has one. */
-  tokenCounterFor(model: CatalogEntry): TokenCountUpstream | null {
-    const provider = this.providers.get(model.provider);
-    return provider?.countTokens ? (provider as TokenCountUpstream) : null;
-  }
-
-  /** The type of the provider a deployment names. */
-  typeOf(providerName: string): ProviderConfig['type'] | undefined {
-    return this.types.get(providerName);
   }
 
   async onApplicationShutdown(): Promise<void> {

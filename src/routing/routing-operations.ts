@@ -1,6 +1,8 @@
 import type { Readable } from 'node:stream';
 import {
   ChatRequestBody,
+  PassThrough,
+  TokenCountUpstream,
   SpeechAudio,
   SpeechInput,
   TranscriptionInput,
@@ -31,6 +33,20 @@ export const CHAT: Operation<ChatRequestBody, UpstreamChatJson> = {
 export const CHAT_STREAM: Operation<ChatRequestBody, UpstreamChatStream> = {
   send: (d, body, signal) => d.upstream.chatStream(d.entry, bodyFor(d, body), signal),
   holdUntilEnd: (chunks, release) => releasedAtEnd(chunks, release),
+};
+
+/** Messages' count_tokens: the client's body for an upstream that counts (Anthropic's), and the gateway's own count. */
+export interface TokenCountInput {
+  request: PassThrough;
+  /** The gateway's tokenizer count, for a deployment whose provider does not count (a mixed model's other ones). */
+  counted(): Promise<number>;
+}
+
+export const COUNT_TOKENS: Operation<TokenCountInput, Record<string, unknown>> = {
+  send: (d, { request, counted }, signal) => {
+    const counter = d.upstream as Partial<TokenCountUpstream>;
+    return counter.countTokens ? counter.countTokens(d.entry, request, signal) : counted().then((n) => ({ input_tokens: n }));
+  },
 };
 
 export const TRANSCRIBE: Operation<TranscriptionInput, VerboseTranscription> = {

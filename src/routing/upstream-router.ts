@@ -16,7 +16,7 @@ import {
 import { Deployment, ServedBy } from './deployment';
 import { chooseDeployment, TriedSet, withTried } from './deployment-chooser';
 import { buildRoutes, Route } from './route';
-import { CHAT, CHAT_STREAM, Operation, SPEECH, TRANSCRIBE } from './routing-operations';
+import { CHAT, CHAT_STREAM, COUNT_TOKENS, Operation, SPEECH, TokenCountInput, TRANSCRIBE } from './routing-operations';
 import { allDeploymentsOut, budgetSpent, countsAgainstDeployment, isRetryable } from './upstream-errors';
 
 /** Where the router reports who served a request (the request's UsageMeter), and the request's id for its log lines. */
@@ -47,6 +47,11 @@ export class UpstreamRouter {
 
   chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal, served?: ServedListener): Promise<UpstreamChatStream> {
     return this.call(model, CHAT_STREAM, body, signal, served);
+  }
+
+  /** Messages' count_tokens, by the deployment that would serve the request (its upstream's count, else `input.counted`). */
+  countTokens(model: CatalogEntry, input: TokenCountInput, signal: AbortSignal, served?: ServedListener): Promise<Record<string, unknown>> {
+    return this.call(model, COUNT_TOKENS, input, signal, served);
   }
 
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal, served?: ServedListener): Promise<VerboseTranscription> {
