@@ -150,6 +150,10 @@ export interface FakeReply {
   refusal?: boolean;
   /** vLLM's `choices[].stop_reason` beside finish_reason "stop": the stop string that ended the answer. */
   stopReason?: string;
+  /** Responses only: a `reasoning` output item first, with these summary parts when the request asks `reasoning.summary`. */
+  reasoning?: { summary: string[] };
+  /** Responses only: `custom_tool_call` items (`call_id` is `id`), after any function calls; streamed in `argumentPieces` input deltas. */
+  customToolCalls?: { id: string; name: string; input: string }[];
 }
 
 export interface RecordedFile {
@@ -171,6 +175,21 @@ export interface RecordedRequest {
   aborted: boolean;
   /** The whole answer was written. */
   finished: boolean;
+  /** POST /v1/responses: what the request asked and what came back (fake-openai-responses.ts). */
+  responses?: ResponsesRecord;
+}
+
+export interface ResponsesRecord {
+  /** `store` as OpenAI applies it: the request's, else true. The fake keeps only the ids of what it stored. */
+  store: boolean;
+  include: string[];
+  previousResponseId: string | null;
+  /** The request's reasoning items: `intact` when its encrypted_content is, byte for byte, one the fake issued. */
+  reasoningItems: { id: string | null; encrypted: boolean; intact: boolean }[];
+  /** Every reasoning item carried encrypted_content that came back intact; null when the input had no reasoning item. */
+  reasoningIntact: boolean | null;
+  /** The id of the response answered (none for a refusal). */
+  responseId: string | null;
 }
 
 export interface FakeTranscription {

@@ -3,15 +3,17 @@ import { AddressInfo } from 'node:net';
 import { FakeServer, parseBody, pause, readAll, sendJson, sendRaw, serveAsProcess, sleep, write } from './fake-server';
 import { FailureMode, FakeReply, FakeTranscription, openAiBodyProblem, RATE_LIMIT_BODIES, RateLimitKind, REASONING_MAX_TOKENS_ERROR, ProjectTier, RecordedRequest, servedServiceTier, SPEECH_CONTENT_TYPES, openAiUnauthorized } from './fake-openai-wire';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
+import { FakeResponsesApi } from './fake-openai-responses';
 
 /**
  * A fake OpenAI-compatible upstream over real HTTP on 127.0.0.1 (base URL `fake.url`, ending in /v1):
- * chat completions (JSON and SSE), transcriptions (multipart, verbose_json) and speech (streamed audio),
+ * chat completions (JSON and SSE), transcriptions (multipart, verbose_json), speech (streamed audio) and Responses
+ * (`fake.responses`, fake-openai-responses.ts),
  * with failure modes, and a record of every request it received and whether its client gave up on it.
  * OpenAI's bodies and types are in fake-openai-wire.ts, its request checks in openai-request-check.ts.
  */
 
-export type { FailureMode, FakeReply, FakeTranscription, RateLimitKind, RecordedFile, RecordedRequest } from './fake-openai-wire';
+export type { FailureMode, FakeReply, FakeTranscription, RateLimitKind, RecordedFile, RecordedRequest, ResponsesRecord } from './fake-openai-wire';
 export { openAiUnauthorized, REASONING_MAX_TOKENS_ERROR } from './fake-openai-wire';
 
 /** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
@@ -64,6 +66,8 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
   /** How SSE answers are cut into writes (test/support/sse-framing.ts): random by default; `exact` for a test that needs one write per event. */
   sseFraming: SseFraming = 'random';
   private readonly sseSeed = mixSeed(SSE_BASE_SEED, ++fakesStarted);
+  /** POST /v1/responses and the Responses-only models refused on chat (fake-openai-responses.ts): its knobs and stored ids. */
+  readonly responses = new FakeResponsesApi(this);
 
   static defaultReply(): FakeReply {
     return { content: 'Hello from the fake upstream.', promptTokens: 12, completionTokens: 5 };
@@ -92,6 +96,7 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     this.rateLimit = 'requests';
     this.apiKey = FAKE_OPENAI_KEY;
     this.sseFraming = 'random';
+    this.responses.reset();
   }
 
   protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -112,6 +117,8 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     if (this.apiKey !== null && bearer !== this.apiKey) return sendJson(res, 401, openAiUnauthorized(bearer));
     const refused = openAiBodyProblem(req.method, record);
     if (refused) return sendJson(res, 400, refused);
+    const refusedByResponses = this.responses.refusal(req.method, record);
+    if (refusedByResponses) return sendJson(res, refusedByResponses.status, refusedByResponses.body);
     if (mode === 'status4xx') {
       return sendJson(res, 400, { error: { message: this.failureMessage, type: 'invalid_request_error', param: null, code: 'fake_rejection' } });
     }
@@ -134,6 +141,10 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     if (req.method === 'POST' && record.path === '/v1/chat/completions' && record.body) return this.answerChat(record.body, ctx);
     if (req.method === 'POST' && record.path === '/v1/audio/transcriptions') return this.answerTranscription(record, ctx);
     if (req.method === 'POST' && record.path === '/v1/audio/speech' && record.body) return this.answerSpeech(record.body, ctx);
+    if (req.method === 'POST' && record.path === '/v1/responses') {
+      const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
+      return this.responses.answer(record, { ...ctx, faultAfterEvents: this.faultAfterEvents, sse, breakConnection: () => this.breakConnection(ctx), writeEndless: () => this.writeEndless(res) });
+    }
     sendJson(res, 404, { error: { message: `fake upstream: no route ${req.method} ${record.path}`, type: 'invalid_request_error', param: null, code: null } });
   }
 
@@ -330,6 +341,7 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
 
   /** POST /_fake/reasoning-models {"models": [...]} and /_fake/downgrade-priority {"on": bool}, beside the scaffold's control routes (fake-server.ts). */
   protected controlMore(path: string, body: { models?: string[]; on?: boolean }): boolean {
+    if (this.responses.control(path, body)) return true;
     if (path === '/_fake/reasoning-models') this.reasoningModels = new Set(body.models ?? []);
     else if (path === '/_fake/downgrade-priority') this.downgradePriority = body.on === true;
     else return false;

@@ -16,8 +16,20 @@ import { normalizeNullable, SPEC_PATH } from './openapi';
  * The document is 3 MB of YAML (seconds to parse): the request schemas and what they reference are cut out once into
  * a JSON file in the OS's temporary folder, keyed by the document's size and time, and compiled once per process.
  */
-export type OpenAiRequestSchema = 'CreateChatCompletionRequest' | 'CreateSpeechRequest' | 'CreateTranscriptionRequest';
-const REQUESTS: OpenAiRequestSchema[] = ['CreateChatCompletionRequest', 'CreateSpeechRequest', 'CreateTranscriptionRequest'];
+export type OpenAiRequestSchema = 'CreateChatCompletionRequest' | 'CreateSpeechRequest' | 'CreateTranscriptionRequest' | 'CreateResponse';
+const REQUESTS: OpenAiRequestSchema[] = ['CreateChatCompletionRequest', 'CreateSpeechRequest', 'CreateTranscriptionRequest', 'CreateResponse'];
+
+/**
+ * Where OpenAI's API takes what its published schema refuses, seen from its own client: the Codex CLI sends its history
+ * back without the items' `id` (`skip_serializing`), an assistant message without `status` and its text as
+ * `{type: "output_text", text}` (codex-rs/protocol/src/models.rs, github.com/openai/codex), and OpenAI serves it.
+ */
+const optional = (...fields: string[]) => (schema: any) => ({ ...schema, required: (schema.required ?? []).filter((f: string) => !fields.includes(f)) });
+const LENIENCIES: Record<string, (schema: any) => any> = {
+  ReasoningItem: optional('id'),
+  OutputMessage: optional('id', 'status'),
+  OutputTextContent: optional('annotations', 'logprobs'),
+};
 
 export interface OpenAiError {
   error: { message: string; type: 'invalid_request_error'; param: string | null; code: string | null };
@@ -33,7 +45,7 @@ function schemas(): Record<string, any> {
   if (components) return components;
   const { size, mtimeMs } = statSync(SPEC_PATH);
   const cache = join(tmpdir(), `openai-request-schemas-${createHash('sha256').update(`${size}:${mtimeMs}:${REQUESTS.join()}`).digest('hex').slice(0, 16)}.json`);
-  if (existsSync(cache)) return (components = JSON.parse(readFileSync(cache, 'utf8')) as Record<string, any>);
+  if (existsSync(cache)) return (components = lenient(JSON.parse(readFileSync(cache, 'utf8')) as Record<string, any>));
   const all = parse(readFileSync(SPEC_PATH, 'utf8'), { maxAliasCount: -1 }).components.schemas as Record<string, any>;
   const kept: Record<string, any> = {};
   const visit = (node: any): void => {
@@ -48,7 +60,19 @@ function schemas(): Record<string, any> {
   };
   visit(REQUESTS.map((name) => ({ $ref: `#/components/schemas/${name}` })));
   writeFileSync(cache, JSON.stringify(kept));
-  return (components = kept);
+  return (components = lenient(kept));
+}
+
+/**
+ * Requests whose unions are checked as `anyOf`: Responses' item unions overlap (an `EasyInputMessage` is also an
+ * `InputMessage`, an `item_reference` need not say its `type`), so "exactly one" refuses bodies that OpenAI serves,
+ * picking the branch by `type`; a body no branch takes is still refused.
+ */
+const UNIONS_AS_ANY_OF = new Set<OpenAiRequestSchema>(['CreateResponse']);
+
+function lenient(all: Record<string, any>): Record<string, any> {
+  for (const [name, loosen] of Object.entries(LENIENCIES)) if (all[name]) all[name] = loosen(all[name]);
+  return all;
 }
 
 function validatorOf(name: OpenAiRequestSchema): ValidateFunction {
@@ -58,8 +82,9 @@ function validatorOf(name: OpenAiRequestSchema): ValidateFunction {
       ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
       addFormats(ajv);
       ajv.addSchema({ $id: 'openai-requests', components: { schemas: schemas() } }, 'openai-requests');
+      ajv.addSchema({ $id: 'openai-requests-any-of', components: { schemas: oneOfAsAnyOf(schemas()) } }, 'openai-requests-any-of');
     }
-    validate = ajv.compile(flattened(name));
+    validate = ajv.compile(flattened(name, UNIONS_AS_ANY_OF.has(name) ? 'openai-requests-any-of' : 'openai-requests'));
     validators.set(name, validate);
   }
   return validate;
@@ -70,7 +95,7 @@ function validatorOf(name: OpenAiRequestSchema): ValidateFunction {
  * the request's own definition overrides the shared base's (chat's `top_logprobs` is nullable, the base's is not); the
  * fields' own schemas still refer into the document.
  */
-function flattened(name: OpenAiRequestSchema): Record<string, unknown> {
+function flattened(name: OpenAiRequestSchema, document: string): Record<string, unknown> {
   const all = schemas();
   const properties: Record<string, unknown> = {};
   const required = new Set<string>();
@@ -78,19 +103,28 @@ function flattened(name: OpenAiRequestSchema): Record<string, unknown> {
     if (!node) return;
     if (node.$ref) return merge(all[String(node.$ref).split('/').pop()!]);
     (node.allOf ?? []).forEach(merge);
-    for (const [field, schema] of Object.entries(node.properties ?? {})) properties[field] = rebase(schema);
+    for (const [field, schema] of Object.entries(node.properties ?? {})) properties[field] = rebase(document === 'openai-requests' ? schema : oneOfAsAnyOf(schema), document);
     for (const field of node.required ?? []) required.add(field);
   };
   merge({ $ref: name });
   return { type: 'object', properties, required: [...required] };
 }
 
-/** A schema whose `$ref`s point into the added document (`openai-requests#/components/...`). */
-function rebase(node: any): any {
-  if (Array.isArray(node)) return node.map(rebase);
+/** A schema whose `$ref`s point into an added document (`openai-requests#/components/...`). */
+function rebase(node: any, document: string): any {
+  if (Array.isArray(node)) return node.map((n) => rebase(n, document));
   if (!node || typeof node !== 'object') return node;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `openai-requests${v}` : rebase(v);
+  for (const [k, v] of Object.entries(node)) out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${document}${v}` : rebase(v, document);
+  return out;
+}
+
+/** The schema with every `oneOf` read as `anyOf` (UNIONS_AS_ANY_OF). */
+function oneOfAsAnyOf(node: any): any {
+  if (Array.isArray(node)) return node.map(oneOfAsAnyOf);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) out[k === 'oneOf' && !('anyOf' in node) ? 'anyOf' : k] = oneOfAsAnyOf(v);
   return out;
 }
 
