@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { ServerResponse } from 'node:http';
-import { pause, sendJson, sendRaw, write } from './fake-server';
+import { sendJson, sendRaw, write } from './fake-server';
 import { FailureMode } from './fake-openai-wire';
 import { inProgressCopy, MessagePart, PlannedResponse, ResponseObject } from './fake-openai-responses-answer';
 import { incompleteToken } from './fake-openai-responses-reasoning';
-import { SseWriter } from './sse-framing';
+import { StreamAnswerContext, writeEventStream } from './fake-event-stream';
 
 /**
  * The SSE events of a streamed Response, named and ordered as OpenAI sends them
@@ -102,22 +101,8 @@ export function frameEvent(event: StreamEvent): string {
 }
 
 /** What the fake OpenAI hands the Responses answer: the socket, the scripted failure, and its own ways to break off. */
-export interface ResponsesAnswerContext {
-  res: ServerResponse;
-  mode: FailureMode | null;
-  /** Between events (`chunkDelayMs`, or `slowChunkDelayMs` for `slowChunks`). */
-  delay: number;
-  faultAfterEvents: number | null;
-  sse: SseWriter;
-  destroy(): void;
-  /** The mid-answer fault of the mode: a reset (`resetMidStream`), a clean cut (`truncatedChunked`), else a destroy. */
-  breakConnection(): void;
-  /** Bytes with no newline until the client goes away (`endlessLine`). */
-  writeEndless(): Promise<void>;
-}
+export type ResponsesAnswerContext = StreamAnswerContext;
 
-/** Good events before a malformed stream's fault when `faultAfterEvents` is null, as on chat. */
-const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const CUT_MID_ANSWER = new Set<FailureMode | null>(['midStreamFailure', 'truncatedChunked', 'resetMidStream']);
 
 /** A JSON answer, or the broken one the failure mode asks for (the modes act as on chat completions). */
@@ -136,33 +121,12 @@ export async function writeJsonAnswer(response: ResponseObject, ctx: ResponsesAn
   sendJson(res, 200, response);
 }
 
-/** The events with the framing and the failure mode: a fault after N events, half then a cut, a broken event, pauses. */
-export async function writeEventStream(events: StreamEvent[], ctx: ResponsesAnswerContext): Promise<void> {
-  const { res, mode, sse } = ctx;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  if (mode === 'notSse') {
-    await write(res, 'HTTP/1.1 200 OK?\n<html>this is not an event stream</html>\n\x00\x01garbage\n\n');
-    return void res.end('more garbage without a data line\n');
-  }
-  const faultAt = mode && DEFAULT_FAULT_AFTER[mode] !== undefined ? Math.min(ctx.faultAfterEvents ?? DEFAULT_FAULT_AFTER[mode]!, events.length) : Infinity;
-  const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
-  for (let i = 0; i <= events.length; i++) {
-    if (res.destroyed) return;
-    // The events before a fault or a pause reach the client whole, however they were cut.
-    if (i === failAfter || i === faultAt || (i > 0 && ctx.delay)) await sse.flush();
-    if (i === failAfter) return ctx.destroy();
-    if (i === faultAt) {
-      if (mode === 'truncatedChunked' || mode === 'resetMidStream') return ctx.breakConnection();
-      if (mode === 'endlessLine') {
-        await write(res, 'event: response.output_text.delta\ndata: {"filler": "');
-        return ctx.writeEndless();
-      }
-      if (mode === 'invalidJsonData') await sse.event('event: response.output_text.delta\ndata: {"type": this is not JSON\n\n');
-    }
-    if (i === events.length) break;
-    if (i > 0 && ctx.delay) await pause(res, ctx.delay);
-    if (res.destroyed) return;
-    await sse.event(mode === 'malformedJson' && i === 1 ? `event: ${events[i].type}\ndata: {"type": broken\n\n` : frameEvent(events[i]));
-  }
-  if (await sse.flush()) res.end();
+/** The events with the framing and the failure mode (fake-event-stream.ts), as the Responses API frames them. */
+export function writeResponseEvents(events: StreamEvent[], ctx: ResponsesAnswerContext): Promise<void> {
+  return writeEventStream(events.map(frameEvent), ctx, {
+    contentType: 'text/event-stream; charset=utf-8',
+    endless: 'event: response.output_text.delta\ndata: {"filler": "',
+    invalidJson: 'event: response.output_text.delta\ndata: {"type": this is not JSON\n\n',
+    malformed: `event: ${events[1]?.type}\ndata: {"type": broken\n\n`,
+  });
 }

@@ -12,7 +12,7 @@ import {
   responsesOnlyRefusal,
   UNPARSEABLE_BODY,
 } from './fake-openai-responses-refusals';
-import { responseEvents, ResponsesAnswerContext, writeEventStream, writeJsonAnswer } from './fake-openai-responses-stream';
+import { responseEvents, ResponsesAnswerContext, writeJsonAnswer, writeResponseEvents } from './fake-openai-responses-stream';
 
 /**
  * OpenAI's Responses API in the fake OpenAI (fake-upstream.ts: `fake.responses`), as strict as OpenAI: POST /v1/responses
@@ -99,7 +99,7 @@ export class FakeResponsesApi {
     if (body.store !== false) [planned.response, ...planned.response.output].forEach(({ id }) => this.stored.add(id));
     if (body.stream !== true) return writeJsonAnswer(planned.response, ctx);
     const obfuscate = body.stream_options?.include_obfuscation !== false;
-    return writeEventStream(responseEvents(planned, { pieces: reply.argumentPieces ?? 2, obfuscate }), ctx);
+    return writeResponseEvents(responseEvents(planned, { pieces: reply.argumentPieces ?? 2, obfuscate }), ctx);
   }
 
   /**

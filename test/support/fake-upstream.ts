@@ -2,6 +2,7 @@ import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { FakeServer, parseBody, pause, readAll, sendJson, sendRaw, serveAsProcess, sleep, write } from './fake-server';
 import { FailureMode, FakeReply, FakeTranscription, openAiBodyProblem, RATE_LIMIT_BODIES, RateLimitKind, REASONING_MAX_TOKENS_ERROR, ProjectTier, RecordedRequest, servedServiceTier, SPEECH_CONTENT_TYPES, openAiUnauthorized } from './fake-openai-wire';
+import { StreamAnswerContext, writeEventStream } from './fake-event-stream';
 import { mixSeed, SSE_BASE_SEED, SseFraming, SseWriter } from './sse-framing';
 import { FakeResponsesApi } from './fake-openai-responses';
 
@@ -16,8 +17,6 @@ import { FakeResponsesApi } from './fake-openai-responses';
 export type { FailureMode, FakeReply, FakeTranscription, RateLimitKind, RecordedFile, RecordedRequest, ResponsesRecord } from './fake-openai-wire';
 export { openAiUnauthorized, REASONING_MAX_TOKENS_ERROR } from './fake-openai-wire';
 
-/** Good events sent before a malformed stream's fault when `faultAfterEvents` is null. */
-const DEFAULT_FAULT_AFTER: Partial<Record<FailureMode, number>> = { invalidJsonData: 0, truncatedChunked: 2, resetMidStream: 2, endlessLine: 0 };
 const ENDLESS_CHUNK = 'x'.repeat(64 * 1024);
 
 /** Fakes started in this test file so far: fake k's framings are seeded from (SSE_BASE_SEED, k). */
@@ -143,7 +142,7 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     if (req.method === 'POST' && record.path === '/v1/audio/speech' && record.body) return this.answerSpeech(record.body, ctx);
     if (req.method === 'POST' && record.path === '/v1/responses') {
       const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
-      return this.responses.answer(record, { ...ctx, faultAfterEvents: this.faultAfterEvents, sse, breakConnection: () => this.breakConnection(ctx), writeEndless: () => this.writeEndless(res) });
+      return this.responses.answer(record, this.streamContext(ctx, sse));
     }
     sendJson(res, 404, { error: { message: `fake upstream: no route ${req.method} ${record.path}`, type: 'invalid_request_error', param: null, code: null } });
   }
@@ -214,33 +213,17 @@ export class FakeUpstream extends FakeServer<RecordedRequest, FailureMode> {
     for (let step = 0; step < perChoice[0].length; step++) perChoice.forEach((list) => events.push(list[step]));
     if (includeUsage) events.push(chunk([], { usage }));
 
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     const sse = new SseWriter(res, this.sseFraming, mixSeed(this.sseSeed, this.requests.length));
-    if (mode === 'notSse') {
-      await write(res, 'HTTP/1.1 200 OK?\n<html>this is not an event stream</html>\n\x00\x01garbage\n\n');
-      return void res.end('more garbage without a data line\n');
-    }
-    const faultAt = mode && DEFAULT_FAULT_AFTER[mode] !== undefined ? Math.min(this.faultAfterEvents ?? DEFAULT_FAULT_AFTER[mode]!, events.length) : Infinity;
-    const failAfter = mode === 'midStreamFailure' ? Math.max(1, Math.floor(events.length / 2)) : Infinity;
-    for (let i = 0; i <= events.length; i++) {
-      if (res.destroyed) return;
-      // The events before a fault or a pause reach the client whole, however they were cut.
-      if (i === failAfter || i === faultAt || (i > 0 && ctx.delay)) await sse.flush();
-      if (i === failAfter) return ctx.destroy();
-      if (i === faultAt) {
-        if (mode === 'truncatedChunked' || mode === 'resetMidStream') return this.breakConnection(ctx);
-        if (mode === 'endlessLine') {
-          await write(res, 'data: {"filler": "');
-          return this.writeEndless(res);
-        }
-        if (mode === 'invalidJsonData') await sse.event('data: {"id": this is not JSON\n\n');
-      }
-      if (i === events.length) break;
-      if (i > 0 && ctx.delay) await pause(ctx.res, ctx.delay);
-      if (res.destroyed) return;
-      await sse.event(mode === 'malformedJson' && i === 1 ? 'data: {"id": broken\n\n' : `data: ${JSON.stringify(events[i])}\n\n`);
-    }
-    await sse.end('data: [DONE]\n\n');
+    return writeEventStream(
+      events.map((event) => `data: ${JSON.stringify(event)}\n\n`),
+      this.streamContext(ctx, sse),
+      { contentType: 'text/event-stream', endless: 'data: {"filler": "', invalidJson: 'data: {"id": this is not JSON\n\n', malformed: 'data: {"id": broken\n\n', end: 'data: [DONE]\n\n' },
+    );
+  }
+
+  /** What the stream writer (fake-event-stream.ts) needs of this answer. */
+  private streamContext(ctx: AnswerContext, sse: SseWriter): StreamAnswerContext {
+    return { ...ctx, faultAfterEvents: this.faultAfterEvents, sse, breakConnection: () => this.breakConnection(ctx), writeEndless: () => this.writeEndless(ctx.res) };
   }
 
   /** The usage block as OpenAI sends it: the totals, and the details when the reply has some (FakeReply.usageDetails). */
