@@ -28,7 +28,7 @@ export function variantConditions(model: CatalogEntry, mask: number): PriceCondi
  * The options as priced: each non-standard one the entry prices, and the name (`service_tier:priority`) of each
  * it does not (such an answer is charged at the standard price of that option: ChatService logs and counts it).
  */
-export function pricedOptions(model: CatalogEntry, options: PriceOptions): { options: PriceOptions; unpriced: string[] } {
+export function splitUnpriced(model: CatalogEntry, options: PriceOptions): { options: PriceOptions; unpriced: string[] } {
   const priced: PriceOptions = {};
   const unpriced: string[] = [];
   for (const option of PRICE_OPTIONS) {
@@ -48,7 +48,7 @@ export function pricedOptions(model: CatalogEntry, options: PriceOptions): { opt
 export function holdPrices(model: CatalogEntry, asked: PriceOptions | undefined, promptBound: number): Pick<TokenPrices, 'holdInput' | 'holdOutput'> {
   const variants = model.price_variants;
   if (!variants) return variantPrices(model, 0);
-  const { options } = pricedOptions(model, asked ?? {});
+  const { options } = splitUnpriced(model, asked ?? {});
   const inputs = [0, ...variants.flatMap(({ when }) => (when.prompt_tokens_over !== undefined && when.prompt_tokens_over < promptBound ? [when.prompt_tokens_over + 1] : []))];
   let holdInput = 0n;
   let holdOutput = 0n;

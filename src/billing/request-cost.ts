@@ -4,7 +4,7 @@ import type { PriceCondition } from '../config/price-variants.schema';
 import { usdToMicros } from '../common/money';
 import type { AnswerPriceFacts } from '../providers/chat-contract';
 import { TokenUsage } from '../usage/usage-record';
-import { matchingVariants, pricedOptions, variantConditions } from './price-variants';
+import { matchingVariants, splitUnpriced, variantConditions } from './price-variants';
 import { ceilDiv, TokenPrices, tokenPrices, variantPrices } from './token-prices';
 
 /** What a request costs, and its tokens by class (what its usage record shows). */
@@ -57,7 +57,7 @@ export function requestCost(usageBlock: unknown, model: CatalogEntry, by: Priced
     return { usage, micros: costMicros(usage, tokenPrices(model)), variants: [], tools: [], unpriced: [] };
   }
   const { answered = {}, asked = {} } = by;
-  const { options, unpriced } = pricedOptions(model, {
+  const { options, unpriced } = splitUnpriced(model, {
     service_tier: answered.service_tier ?? asked.service_tier,
     speed: answered.speed ?? asked.speed,
     inference_geo: answered.inference_geo ?? asked.inference_geo,
