@@ -1,12 +1,11 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Client } from 'pg';
 import { EntityManager, IsNull, Repository } from 'typeorm';
 import { DATABASE_URL } from '../config/config.tokens';
-import { CONNECT_TIMEOUT_MS } from '../common/database/pool-settings';
 import { AuthContext } from '../common/http/gateway-request';
 import { ApiKey } from './api-key.entity';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
+import { CREATION_CHANNEL, KeyNotices, REVOCATION_CHANNEL } from './key-notices';
 import { UnknownKeys } from './unknown-keys';
 
 /** A cached key as a request sees it; null once the key has expired (checked at every use, so on every replica at once). */
@@ -14,16 +13,12 @@ function usable(entry: CachedKey): AuthContext | null {
   return entry.keyExpiresAt !== null && entry.keyExpiresAt <= Date.now() ? null : entry;
 }
 
-const REVOCATION_CHANNEL = 'api_key_revoked';
-/** A created key's hash: every replica forgets that it did not know it (docs/decisions.md, "Guessing"). */
-const CREATION_CHANNEL = 'api_key_created';
 /** Safety net should a revocation notice be missed while the listener reconnects. */
 const CACHE_TTL_MS = 60_000;
 /** How long a well-formed key the database did not know is refused without a query. */
 export const UNKNOWN_KEY_TTL_MS = 30_000;
 /** About 1 MB of hashes; forged keys beyond it push out the oldest. */
 export const UNKNOWN_KEYS_MAX = 10_000;
-const RECONNECT_DELAY_MS = 1_000;
 
 /** Statements run in a new key's transaction, given the key in clear: they commit with the key or not at all. */
 export type Alongside = (tx: EntityManager, key: string) => Promise<unknown>;
@@ -53,8 +48,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(KeysService.name);
   private readonly cache = new Map<string, CachedKey>();
   private readonly unknown = new UnknownKeys(UNKNOWN_KEY_TTL_MS, UNKNOWN_KEYS_MAX);
-  private listener: Client | null = null;
-  private closing = false;
+  private readonly notices: KeyNotices;
   /** Counts cache invalidations, so that a look-up racing a revocation does not cache a stale row. */
   private invalidations = 0;
   /** Counts creations heard of, so that a look-up racing a key's creation does not remember it as unknown. */
@@ -64,16 +58,27 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
-    @Inject(DATABASE_URL) private readonly databaseUrl: string,
-  ) {}
+    @Inject(DATABASE_URL) databaseUrl: string,
+  ) {
+    this.notices = new KeyNotices(databaseUrl, this.logger, {
+      revoked: (hash) => this.forget(hash),
+      created: (hash) => this.learnCreated(hash),
+      // Revocations and creations made while disconnected were not heard: everything cached is forgotten.
+      missed: () => {
+        this.invalidations++;
+        this.cache.clear();
+        this.creations++;
+        this.unknown.clear();
+      },
+    });
+  }
 
   async onModuleInit(): Promise<void> {
-    await this.listen();
+    await this.notices.listen();
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.closing = true;
-    await this.listener?.end().catch(() => undefined);
+    await this.notices.stop();
   }
 
   /** Resolves a presented key to its account, or null. Malformed keys never reach the database. */
@@ -111,7 +116,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (!row) {
       this.cache.delete(hash);
       // Only while listening: a creation made while the listener is down would not be heard.
-      if (this.listener && creationsBefore === this.creations) this.unknown.add(hash);
+      if (this.notices.listening && creationsBefore === this.creations) this.unknown.add(hash);
       return null;
     }
     const entry: CachedKey = {
@@ -253,55 +258,5 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private learnCreated(hash: string): void {
     this.creations++;
     this.unknown.delete(hash);
-  }
-
-  private async listen(): Promise<void> {
-    const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
-    client.on('notification', (msg) => {
-      if (!msg.payload) return;
-      if (msg.channel === CREATION_CHANNEL) this.learnCreated(msg.payload);
-      else this.forget(msg.payload);
-    });
-    client.on('error', (err) => {
-      this.logger.warn(`Revocation listener lost its connection: ${err.message}`);
-      this.reconnect(client);
-    });
-    client.on('end', () => this.reconnect(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${REVOCATION_CHANNEL}; LISTEN ${CREATION_CHANNEL}`);
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw err;
-    }
-    // Stopped while connecting: this connection would keep the process alive.
-    if (this.closing) await client.end().catch(() => undefined);
-    else this.listener = client;
-  }
-
-  /**
-   * Listens again, every second until it works. Cached keys stay usable meanwhile (so requests that
-   * need no database keep working through an outage); once listening again, everything cached is
-   * forgotten, known and unknown keys alike, since revocations and creations made while disconnected were not heard.
-   */
-  private reconnect(broken: Client): void {
-    if (this.closing || this.listener !== broken) return;
-    this.listener = null;
-    setTimeout(() => {
-      if (this.closing) return;
-      this.listen().then(
-        () => {
-          this.invalidations++;
-          this.cache.clear();
-          this.creations++;
-          this.unknown.clear();
-        },
-        (err: Error) => {
-          this.logger.warn(`Revocation listener reconnect failed: ${err.message}`);
-          this.listener = broken;
-          this.reconnect(broken);
-        },
-      );
-    }, RECONNECT_DELAY_MS).unref();
   }
 }
