@@ -8,7 +8,8 @@ import { AnswerPriceFacts, ChatChunk, ChatCompletion, PRICE_FACTS } from '../pro
 export function answerPriceFacts(answer: ChatCompletion | ChatChunk, before?: AnswerPriceFacts): AnswerPriceFacts | undefined {
   const tier = typeof answer.service_tier === 'string' ? answer.service_tier : undefined;
   const native = answer[PRICE_FACTS];
-  if (tier === undefined && native === undefined) return before;
+  // An OpenAI stream repeats its tier in every chunk: nothing new, nothing allocated.
+  if (native === undefined && (tier === undefined || tier === before?.service_tier)) return before;
   const facts: AnswerPriceFacts = { ...before };
   if (tier !== undefined) facts.service_tier = tier;
   if (native) {
