@@ -220,8 +220,9 @@ describe('fake OpenAI, Responses API (self-check with the openai SDK)', () => {
   it('fails as told on /v1/responses: a 500, a stream cut after N events, a broken JSON body', async () => {
     fake.failNext('status500');
     expect(await failure(sdk.responses.create({ model: 'm', input: 'x' }))).toMatchObject({ status: 500 });
-    // A clean cut (truncatedChunked): the events before it arrive whole. A reset (resetMidStream) may lose, in the
-    // client's kernel, bytes it received and had not read yet, so no test counts events before one.
+    // A cut after three events: the stream ends without response.completed. What reaches the reader before the cut
+    // is the events' beginning, in order, though not always all three: a client may drop what it had buffered when
+    // the connection breaks (undici on Node 22 does, after a clean cut too).
     fake.failNext('truncatedChunked');
     fake.faultAfterEvents = 3;
     const seen: string[] = [];
@@ -233,7 +234,9 @@ describe('fake OpenAI, Responses API (self-check with the openai SDK)', () => {
       expect((e as Error).message).toMatch(/terminated|reset|aborted|closed/i);
     }
     expect(ended).toBe(false);
-    expect(seen).toEqual(['response.created', 'response.in_progress', 'response.output_item.added']);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen).toEqual(['response.created', 'response.in_progress', 'response.output_item.added'].slice(0, seen.length));
+    expect(fake.requests.at(-1)!.finished).toBe(false);
     fake.failNext('malformedJson');
     expect(await sdk.responses.create({ model: 'm', input: 'x' }).catch((e) => e.name)).toBe('SyntaxError');
   });
