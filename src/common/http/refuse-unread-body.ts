@@ -4,10 +4,13 @@ import { BodyWatch } from './body-watch';
 
 /**
  * For a request whose body itself is refused (413 past the limit, a stalled upload's 408): no more of the
- * body is read, and the answer goes out with `Connection: close`, so that Node ends the socket once the
- * answer is flushed and destroys it then. Without this, Node reads the rest of the body before the
- * connection can serve its next request: a 50 MB upload refused at 4 MB would still be read to its end.
- * Call it before the answer is written (before throwing the GatewayError the filter renders).
+ * body is read, and the answer goes out with `Connection: close`. Once it is flushed, Node closes the socket
+ * (`destroySoon`): here with closeAnswered's lingering close, the FIN after the answer and the socket destroyed
+ * only LINGER_MS later, since destroying it at once with the client's bytes unread sends a reset that can make
+ * the client's kernel drop the 413 it holds (seen in CI: a chunked 50 MB upload read "" instead of its 413).
+ * Without this, Node reads the rest of the body before the connection can serve its next request: a 50 MB
+ * upload refused at 4 MB would still be read to its end. Call it before the answer is written (before throwing
+ * the GatewayError the filter renders).
  */
 export function refuseUnreadBody(req: IncomingMessage, res: ServerResponse): void {
   if (!res.headersSent) res.setHeader('Connection', 'close');
@@ -16,6 +19,8 @@ export function refuseUnreadBody(req: IncomingMessage, res: ServerResponse): voi
   // Node reads (dumps) a body nobody has read before the socket can close; a read of 0 bytes marks it as
   // read, so what arrives until the close stays in the socket's buffers instead.
   req.read(0);
+  const socket = req.socket;
+  socket.destroySoon = () => closeAnswered(req, socket);
   endWithConnection(req);
 }
 
