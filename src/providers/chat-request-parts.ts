@@ -3,11 +3,21 @@ import type { ChatRequestBody } from './upstream-provider';
 
 /**
  * What every translating provider (anthropic, gemini, bedrock) reads the same way from a chat request: the text of
- * a message, a tool call's arguments, the output limit, the stop strings, an image part's URL. One reading, so that
+ * a message, a tool call's arguments, the output limit, the stop strings, an image part's URL, the paid tier asked. One reading, so that
  * the three translations cannot drift apart.
  */
 
 type Json = Record<string, unknown>;
+
+/**
+ * chat's service_tier as the paid tier Gemini's `serviceTier` and Bedrock's `serviceTier.type` both name: OpenAI's
+ * `priority` and its 2026 name `fast` are priority, `flex` is flex; the standard values (auto, default, standard)
+ * ask for none, which both serve as their standard tier.
+ */
+export function paidTier(tier: unknown): 'priority' | 'flex' | undefined {
+  if (tier === 'priority' || tier === 'fast') return 'priority';
+  return tier === 'flex' ? 'flex' : undefined;
+}
 
 /** A message's text: a string, or its text parts joined. */
 export function messageText(content: unknown): string {

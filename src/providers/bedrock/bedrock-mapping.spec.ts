@@ -5,7 +5,8 @@ import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 import { bedrockPriceFacts, chatUsageOf, chunksOfConverseStream, completionOfConverse } from './bedrock-to-chat';
 import { bedrockFailure } from './bedrock-transport';
-import { bedrockServiceTier, converseInput } from './chat-to-bedrock';
+import { paidTier } from '../chat-request-parts';
+import { converseInput } from './chat-to-bedrock';
 
 const MODEL = { id: 'claude', max_output_tokens: 8192 } as CatalogEntry;
 const CLAUDE = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
@@ -106,7 +107,7 @@ describe('chat to Converse', () => {
     expect(converseInput(chat({ service_tier: 'priority' }), MODEL).serviceTier).toEqual({ type: 'priority' });
     expect(converseInput(chat({ service_tier: 'fast' }), MODEL).serviceTier).toEqual({ type: 'priority' });
     expect(converseInput(chat({ service_tier: 'flex' }), MODEL).serviceTier).toEqual({ type: 'flex' });
-    for (const standard of ['auto', 'default', 'standard', 'standard_only', null, 2]) expect(bedrockServiceTier(standard)).toBeUndefined();
+    for (const standard of ['auto', 'default', 'standard', 'standard_only', null, 2]) expect(paidTier(standard)).toBeUndefined();
     expect(converseInput(chat({ service_tier: 'auto' }), MODEL)).not.toHaveProperty('serviceTier');
     expect(converseInput(chat({}), MODEL)).not.toHaveProperty('serviceTier');
   });

@@ -1,6 +1,6 @@
 import type { ContentBlock, ConverseRequest, ImageFormat, Message, SystemContentBlock, Tool, ToolChoice } from '@aws-sdk/client-bedrock-runtime';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
+import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings } from '../chat-request-parts';
 import { UpstreamFailure } from '../upstream-failure';
 import type { ChatRequestBody } from '../upstream-provider';
 
@@ -33,7 +33,7 @@ type Turn = Message & { role: 'user' | 'assistant'; content: ContentBlock[] };
  * tools into toolConfig, the output limit (the body's, else the model's max_output_tokens), temperature, top_p and
  * stop into inferenceConfig, reasoning_effort as Claude's thinking budget, and cache checkpoints where the client
  * marked `cache_control` (or, with the model's `auto_cache`, after the system prompt, the tools and the last
- * message), service_tier as serviceTier (bedrockServiceTier). What Converse cannot take (n > 1, an image by URL) is a
+ * message), service_tier as serviceTier (paidTier). What Converse cannot take (n > 1, an image by URL) is a
  * 400 before any call.
  */
 export function converseInput(body: ChatRequestBody, model: CatalogEntry): ConverseInput {
@@ -56,20 +56,12 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   // Claude refuses temperature and top_p other than their defaults with thinking on.
   if (!thinking && typeof body.temperature === 'number') input.inferenceConfig!.temperature = Math.min(body.temperature, MAX_TEMPERATURE);
   if (!thinking && typeof body.top_p === 'number') input.inferenceConfig!.topP = body.top_p;
-  const tier = bedrockServiceTier(body.service_tier);
+  // Converse's serviceTier.type (https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html).
+  const tier = paidTier(body.service_tier);
   if (tier) input.serviceTier = { type: tier };
   return model.auto_cache && countCachePoints(input) === 0 ? withCachePoints(input) : keepLastCachePoints(input);
 }
 
-/**
- * chat's service_tier as Converse's serviceTier.type (https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html:
- * "priority", "default" or "flex"): OpenAI's `priority` and its 2026 name `fast` are priority, `flex` flex; the standard
- * values (auto, default, standard) send none, which Bedrock serves as default.
- */
-export function bedrockServiceTier(tier: unknown): 'priority' | 'flex' | undefined {
-  if (tier === 'priority' || tier === 'fast') return 'priority';
-  return tier === 'flex' ? 'flex' : undefined;
-}
 
 function thinkingFor(effort: unknown, maxTokens: number): DocumentType | undefined {
   const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;

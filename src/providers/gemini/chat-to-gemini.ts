@@ -1,7 +1,7 @@
 import type { CatalogEntry } from '../../config/gateway-config.schema';
 import type { ChatRequestBody } from '../upstream-provider';
-import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
-import { GeminiContent, GeminiPart, GeminiRequest, geminiServiceTier } from './gemini-wire';
+import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings } from '../chat-request-parts';
+import { GeminiContent, GeminiPart, GeminiRequest } from './gemini-wire';
 
 type Json = Record<string, unknown>;
 
@@ -44,7 +44,7 @@ export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): Gemin
     if (message && typeof message === 'object') appendMessage(system, contents, callNames, message);
   }
   const request: GeminiRequest = { contents, generationConfig: generationConfig(body, model) };
-  const tier = geminiServiceTier(body.service_tier);
+  const tier = paidTier(body.service_tier);
   if (tier) request.serviceTier = tier;
   if (system.length > 0) request.systemInstruction = { parts: system };
   const declarations = functionDeclarations(body.tools);

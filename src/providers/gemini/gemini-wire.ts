@@ -41,12 +41,6 @@ export interface GeminiRequest {
  */
 export type GeminiServiceTier = 'priority' | 'flex';
 
-/** chat's service_tier as Gemini's: OpenAI's `priority` and its 2026 name `fast` are Gemini's priority, `flex` its flex; others are standard (none sent). */
-export function geminiServiceTier(tier: unknown): GeminiServiceTier | undefined {
-  if (tier === 'priority' || tier === 'fast') return 'priority';
-  return tier === 'flex' ? 'flex' : undefined;
-}
-
 /**
  * The tier that served an answer, from its `x-gemini-service-tier` header (`standard` when a priority request was
  * downgraded: https://ai.google.dev/gemini-api/docs/priority-inference), in lower case; undefined without one.
