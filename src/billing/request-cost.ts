@@ -1,11 +1,11 @@
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import { PriceOptions, toolFee } from '../config/price-options';
+import { PriceOptions } from '../config/price-options';
 import type { PriceCondition } from '../config/price-variants.schema';
-import { usdToMicros } from '../common/money';
 import type { AnswerPriceFacts } from '../providers/chat-contract';
 import { TokenUsage } from '../usage/usage-record';
 import { matchingVariants, splitUnpriced, variantConditions } from './price-variants';
 import { ceilDiv, TokenPrices, tokenPrices, variantPrices } from './token-prices';
+import { toolFeeMicros } from './tool-fees';
 
 /** What a request costs, and its tokens by class (what its usage record shows). */
 export interface RequestCost {
@@ -77,13 +77,13 @@ function toolCharges(model: CatalogEntry, uses: Record<string, number> | undefin
   const charges: ToolCharge[] = [];
   for (const [name, count] of Object.entries(uses)) {
     if (!Number.isInteger(count) || count <= 0) continue;
-    const fee = toolFee(model, name);
+    const fee = toolFeeMicros(model, name);
     if (fee === undefined) {
       unpriced.push(`tool:${name}`);
       continue;
     }
     const n = Math.min(count, MAX_TOOL_USES);
-    charges.push({ name, uses: n, micros: usdToMicros(fee)! * BigInt(n) });
+    charges.push({ name, uses: n, micros: fee * BigInt(n) });
   }
   return charges;
 }

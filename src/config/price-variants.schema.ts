@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsInt, IsNumber, IsObject, IsOptional, Max, Min, ValidateBy, ValidateIf, ValidateNested, ValidationArguments } from 'class-validator';
-import { ExactPrice } from './exact-price';
+import { EXACT_PRICE, ExactPrice } from './exact-price';
 import { PriceOption, STANDARD_OPTION_VALUES } from './price-option-values';
 
 /** A variant's multiplier: positive, at most 6 decimals (billing multiplies exactly: src/billing/price-variants.ts). */
@@ -106,7 +106,7 @@ function ToolFees(): PropertyDecorator {
     validator: {
       validate: (fees: unknown) =>
         typeof fees === 'object' && fees !== null && !Array.isArray(fees) &&
-        Object.entries(fees).every(([name, fee]) => TOOL_NAME.test(name) && typeof fee === 'number' && fee >= 0 && /^\d{1,12}(\.\d{1,6})?$/.test(String(fee))),
+        Object.entries(fees).every(([name, fee]) => TOOL_NAME.test(name) && typeof fee === 'number' && fee >= 0 && EXACT_PRICE.test(String(fee))),
       defaultMessage: () => '$property must map tool names (web_search) to USD per use, each a non-negative price with at most 6 decimals',
     },
   });
