@@ -58,9 +58,10 @@ export class ChatService {
     try {
       const { body } = await this.upstreams.chat(call.chat.model, this.upstreamBody(call.chat, reservation), call.signal, call.meter);
       body.model = call.chat.model.id;
-      const cost = this.cost(call, body.usage, answerPriceFacts(body));
+      const facts = answerPriceFacts(body);
+      const cost = this.cost(call, body.usage, facts);
       const costUsd = cost ? this.showCost(body.usage!, reservation, cost) : undefined;
-      return { body, costUsd, charge: () => this.chargeAnswer(call, reservation, body, cost) };
+      return { body, costUsd, charge: () => this.chargeAnswer(call, reservation, body, cost, facts) };
     } catch (err) {
       await this.releaseQuietly(reservation);
       throw asGatewayError(err, 'model');
@@ -187,8 +188,8 @@ export class ChatService {
   }
 
   /** After the answer was sent: counting a long one takes a while (it yields to the event loop), and the client does not wait for it. */
-  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion, reported: RequestCost | null): Promise<void> {
-    const cost = reported ?? (await this.counted(reservation, call, completionText(body), answerPriceFacts(body)));
+  private async chargeAnswer(call: ChatCall, reservation: Reservation, body: ChatCompletion, reported: RequestCost | null, facts: AnswerPriceFacts | undefined): Promise<void> {
+    const cost = reported ?? (await this.counted(reservation, call, completionText(body), facts));
     this.charge(call, reservation, cost);
   }
 
