@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { AudioModule } from './audio/audio.module';
+import { AuditModule } from './audit/audit.module';
 import { ChatModule } from './chat/chat.module';
 import { GatewayExceptionFilter } from './common/filters/gateway-exception.filter';
 import { StrictValidationPipe } from './common/validation/strict-validation.pipe';
@@ -19,6 +20,7 @@ import { ModelsModule } from './models/models.module';
 import { ResponsesModule } from './responses/responses.module';
 import { StatementsModule } from './statements/statements.module';
 import { UsageModule } from './usage/usage.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
 export class AppModule {
@@ -40,9 +42,11 @@ export class AppModule {
         ModelsModule,
         MetricsModule,
         AdminModule,
+        AuditModule,
         HealthModule,
         DashboardModule,
         StatementsModule,
+        WebhooksModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: ApiKeyGuard },

@@ -11,6 +11,7 @@ import { rootLoggerFor } from './common/logging/root-logger';
 import { Env, readEmbeddedPgEnv, readEnv } from './config/env';
 import { loadGatewayConfig } from './config/gateway-config.loader';
 import { EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres';
+import { PROVIDER_TYPES } from './providers/provider-types';
 import { DATABASE_START_WAIT_MS, waitForDatabase } from './startup/database-reachability';
 import { announceStart } from './startup/start-banner';
 import { describeStartupFailure, StartupError } from './startup/startup-error';
@@ -22,7 +23,7 @@ async function bootstrap(): Promise<void> {
   // Nest logs through pino from the first line on, a failed initialisation included.
   NestLogger.overrideLogger(new PinoNestLogger(root));
   const logger = root.child({ context: 'Gateway' });
-  const config = loadGatewayConfig(env.gatewayConfigPath);
+  const config = loadGatewayConfig(env.gatewayConfigPath, PROVIDER_TYPES);
 
   let embedded: EmbeddedDatabase | null = null;
   let app: INestApplication | null = null;

@@ -105,6 +105,10 @@ describe('Admin API (/admin/v1)', () => {
         reserved_usd: '0.000000',
         monthly_limit_usd: null,
         month_spend_usd: '0.000000',
+        rpm: null,
+        tpm: null,
+        rate_limits: { rpm: null, tpm: null },
+        low_credits_usd: null,
         subscription: { status: 'none', ends_at: null, trial_used: false },
         fair_use: { used: 0, allowance: gw.config.fair_use.monthly_requests, resets_at: expect.stringMatching(ISO) },
         created_at: expect.stringMatching(ISO),
@@ -145,7 +149,7 @@ describe('Admin API (/admin/v1)', () => {
       const created = await admin.request('POST', `/accounts/${id}/keys`, { name: 'backend' });
       expect(created.status).toBe(201);
       // The key's controls (DESIGN.md section 10) come with it: none set, nothing spent yet.
-      const controls = { monthly_limit_usd: null, month_spend_usd: '0.000000', expires_at: null, models: null };
+      const controls = { monthly_limit_usd: null, month_spend_usd: '0.000000', expires_at: null, models: null, rpm: null, tpm: null, rate_limits: { rpm: null, tpm: null }, replaced_by: null };
       expect(created.body).toEqual({
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         key: expect.stringMatching(/^gwk_[0-9A-Za-z]{49}$/),

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { HoldSweeper } from '../src/billing/hold-sweeper.service';
 import { monthKey } from '../src/common/month';
 import { validateGatewayConfig } from '../src/config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../src/providers/provider-types';
 import { AdminClient } from './support/admin-client';
 import { costMicros, parseSseData, postChat, PricedModel, withFakeProvider } from './support/chat-support';
 import { FakeUpstream, startFakeUpstream } from './support/fake-upstream';
@@ -342,14 +343,14 @@ describe('billing.lease_ttl_s and hold_sweep_interval_s', () => {
   const withBilling = (billing: Record<string, unknown>) => ({ ...defaultRawConfig(), billing });
 
   it('default to a 10 s lifetime renewed every 2 s', () => {
-    expect(validateGatewayConfig(withBilling({})).billing).toMatchObject({ lease_ttl_s: 10, hold_sweep_interval_s: 2 });
+    expect(validateGatewayConfig(withBilling({}), PROVIDER_TYPES).billing).toMatchObject({ lease_ttl_s: 10, hold_sweep_interval_s: 2 });
   });
 
   it('refuse an interval that is not well below the lifetime, naming the field', () => {
-    expect(() => validateGatewayConfig(withBilling({ lease_ttl_s: 10, hold_sweep_interval_s: 5 }))).toThrow(
+    expect(() => validateGatewayConfig(withBilling({ lease_ttl_s: 10, hold_sweep_interval_s: 5 }), PROVIDER_TYPES)).toThrow(
       /billing\.hold_sweep_interval_s: must be less than half of billing\.lease_ttl_s \(10\) \(got 5\)/,
     );
-    expect(() => validateGatewayConfig(withBilling({ hold_sweep_margin_s: 60 }))).toThrow(/billing\.hold_sweep_margin_s: unknown key/);
-    expect(validateGatewayConfig(withBilling({ lease_ttl_s: 30, hold_sweep_interval_s: 14 })).billing.hold_sweep_interval_s).toBe(14);
+    expect(() => validateGatewayConfig(withBilling({ hold_sweep_margin_s: 60 }), PROVIDER_TYPES)).toThrow(/billing\.hold_sweep_margin_s: unknown key/);
+    expect(validateGatewayConfig(withBilling({ lease_ttl_s: 30, hold_sweep_interval_s: 14 }), PROVIDER_TYPES).billing.hold_sweep_interval_s).toBe(14);
   });
 });

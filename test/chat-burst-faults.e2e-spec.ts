@@ -92,27 +92,38 @@ describe('chat burst limit when its Redis goes away', () => {
   });
 
   it('lets chat through at about its usual latency while Redis is dead, counts each failure, and limits again within 5 s of its return', async () => {
-    // Four requests per account per round: under the limit, so that both rounds are all 200s.
+    // Four requests per account per round: under the limit, so that every round is all 200s.
     const keys: string[] = [];
-    for (let i = 0; i < 10; i++) keys.push((await admin.createAccount({ creditsUsd: 1 })).key);
-    await timeChats(gw, keys.slice(5), 10); // warm-up
+    for (let i = 0; i < 15; i++) keys.push((await admin.createAccount({ creditsUsd: 1 })).key);
+    await timeChats(gw, keys.slice(5, 10), 10); // warm-up
     const withRedis = await timeChats(gw, keys.slice(0, 5), 20);
     const failuresBefore = await storeFailures(gw);
 
     await redis.kill();
-    const withoutRedis = await timeChats(gw, keys.slice(5), 20);
-    // Several background reconnects fail meanwhile; requests still go through without waiting for them.
-    await sleep(1500);
-    const later = await timeChats(gw, keys.slice(5), 5);
-
-    expect(median(withoutRedis) - median(withRedis)).toBeLessThanOrEqual(50);
+    let withoutRedis: number[];
+    let later: number[];
+    try {
+      withoutRedis = await timeChats(gw, keys.slice(5, 10), 20);
+      // Several background reconnects fail meanwhile; requests still go through without waiting for them.
+      await sleep(1500);
+      later = await timeChats(gw, keys.slice(5, 10), 5);
+      expect((await storeFailures(gw)) - failuresBefore).toBeGreaterThanOrEqual(25);
+      expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    } finally {
+      // Whatever failed above, the tests after this one get their Redis back.
+      await redis.restart();
+    }
+    const backAt = Date.now();
+    // Usual latency is read on both sides of the outage: a CI machine's load can change within seconds (a run once
+    // read every request of the outage ~100 ms slower, on a machine busy with something else, Redis or not).
+    const afterRedis = await timeChats(gw, keys.slice(10), 20);
+    expect(median(withoutRedis) - Math.max(median(withRedis), median(afterRedis))).toBeLessThanOrEqual(50);
     // No request waits for Redis: one that did would wait the connect timeout (500 ms) at least.
     expect(Math.max(...withoutRedis, ...later)).toBeLessThan(500);
-    expect((await storeFailures(gw)) - failuresBefore).toBeGreaterThanOrEqual(25);
-    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
 
-    await redis.restart();
-    expect(await msUntilLimited(gw, (await admin.createAccount({ creditsUsd: 1 })).key)).toBeLessThan(5000);
+    const { key } = await admin.createAccount({ creditsUsd: 1 });
+    const limitedAfter = await msUntilLimited(gw, key);
+    expect(limitedAfter === undefined ? undefined : Date.now() - backAt).toBeLessThan(5000);
   });
 
   it('waits for a Redis that is slow but answers (stalled 300 ms), and counts and limits every request', async () => {

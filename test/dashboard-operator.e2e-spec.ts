@@ -231,6 +231,24 @@ describe('dashboard for operators (browser)', () => {
     await context.close();
   });
 
+  it('lists the latest webhook deliveries, a failed one marked with its last error (issue 47)', async () => {
+    const [event] = await suite.db.query(
+      `INSERT INTO webhook_events (type, subject, period, threshold, data) VALUES ('credits.low', $1, '1', 1000000, $2) RETURNING id`,
+      [`account:${accountId}`, { account_id: accountId, credits_usd: '0.500000', low_credits_usd: '1.000000' }],
+    );
+    const [delivery] = await suite.db.query(
+      `INSERT INTO webhook_deliveries (event_id, url, status, attempts, last_status, last_error) VALUES ($1, 'http://alerts.invalid/in', 'failed', 9, 500, 'HTTP 500') RETURNING id::text AS id`,
+      [event.id],
+    );
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await openReport(context, suite.gw.url, accountId);
+    const row = page.locator(`#webhooks tr[data-id="${delivery.id}"]`);
+    expect(await row.getAttribute('class')).toBe('webhook-failed');
+    expect(await row.locator('[data-col=type]').textContent()).toBe('credits.low');
+    expect(await row.locator('[data-col=last_error]').textContent()).toBe('HTTP 500');
+    await context.close();
+  });
+
   it('labels both axes of the daily chart with evenly spaced ticks that reach the month’s highest day', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const page = await openReport(context, suite.gw.url, accountId);

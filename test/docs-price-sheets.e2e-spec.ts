@@ -6,6 +6,7 @@ import { requestCost } from '../src/billing/request-cost';
 import { holdPrices } from '../src/billing/price-variants';
 import { toolHoldPicos } from '../src/billing/tool-fees';
 import { ConfigError, validateGatewayConfig } from '../src/config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../src/providers/provider-types';
 import { CatalogEntry } from '../src/config/gateway-config.schema';
 import { docBlocks } from './support/readme-blocks';
 
@@ -21,7 +22,7 @@ const PROVIDERS = {
 
 function loadSheets(): Map<string, CatalogEntry> {
   const catalog = docBlocks('docs/configuration.md', 'yaml price-sheet').flatMap((block) => parse(block));
-  const config = validateGatewayConfig({ providers: PROVIDERS, catalog }, 'docs/configuration.md');
+  const config = validateGatewayConfig({ providers: PROVIDERS, catalog }, PROVIDER_TYPES, 'docs/configuration.md');
   return new Map(config.catalog.map((entry) => [entry.id, entry]));
 }
 
@@ -75,7 +76,7 @@ describe('the price sheets of docs/configuration.md', () => {
     catalog[0].price_variants[1].when.service_tier = 'default';
     let message = '';
     try {
-      validateGatewayConfig({ providers: PROVIDERS, catalog }, 'config/gateway.yaml');
+      validateGatewayConfig({ providers: PROVIDERS, catalog }, PROVIDER_TYPES, 'config/gateway.yaml');
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);
       message = (err as Error).message;

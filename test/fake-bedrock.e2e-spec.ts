@@ -1,6 +1,7 @@
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ConverseStreamOutput, ServiceTierType } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { BedrockProviderConfig, CatalogEntry } from '../src/config/gateway-config.schema';
+import type { CatalogEntry } from '../src/config/gateway-config.schema';
+import type { BedrockProviderConfig } from '../src/providers/bedrock/bedrock.config';
 import { BedrockProvider } from '../src/providers/bedrock/bedrock.provider';
 import { ChatChunk, PRICE_FACTS } from '../src/providers/chat-contract';
 import type { ChatRequestBody } from '../src/providers/upstream-provider';

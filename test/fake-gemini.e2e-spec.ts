@@ -1,5 +1,6 @@
 import { ApiError, FunctionCallingConfigMode, GoogleGenAI, ServiceTier } from '@google/genai';
-import type { CatalogEntry, GeminiProviderConfig } from '../src/config/gateway-config.schema';
+import type { CatalogEntry } from '../src/config/gateway-config.schema';
+import type { GeminiProviderConfig } from '../src/providers/gemini/gemini.config';
 import { ChatChunk, PRICE_FACTS } from '../src/providers/chat-contract';
 import { GeminiProvider } from '../src/providers/gemini/gemini.provider';
 import type { ChatRequestBody } from '../src/providers/upstream-provider';

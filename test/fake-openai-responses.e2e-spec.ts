@@ -133,6 +133,36 @@ describe('fake OpenAI, Responses API (self-check with the openai SDK)', () => {
     expect(next.output_text).toBe(TEXT);
   });
 
+  it('runs the web searches it is told when the request offers web_search: web_search_call items, and their events in a stream', async () => {
+    fake.responses.webSearches = [{ query: 'weather Paris', sources: ['https://example.com/paris'] }, { query: 'weather Lyon' }];
+    const asked = { model: 'gpt-5', input: 'Weather?', tools: [{ type: 'web_search' as const }], include: ['web_search_call.action.sources' as const] };
+    const json = await sdk.responses.create(asked);
+    expectValidAgainst('Response', schemaView(json));
+    expect(json.output.map((i) => i.type)).toEqual(['web_search_call', 'web_search_call', 'message']);
+    expect(json.output[0]).toEqual({ id: expect.stringMatching(/^ws_[0-9a-f]{48}$/), type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'weather Paris', sources: [{ type: 'url', url: 'https://example.com/paris' }] } });
+    const events: any[] = [];
+    for await (const event of sdk.responses.stream({ ...asked, include: [] })) events.push(event);
+    events.forEach((event) => expectValidAgainst('ResponseStreamEvent', schemaView(event)));
+    const searchId = events.find((e) => e.type === 'response.output_item.added').item.id;
+    expect(events.filter((e) => e.item_id === searchId || e.item?.id === searchId).map((e) => [e.type, e.item?.status ?? null])).toEqual([
+      ['response.output_item.added', 'in_progress'], ['response.web_search_call.in_progress', null], ['response.web_search_call.searching', null],
+      ['response.web_search_call.completed', null], ['response.output_item.done', 'completed'],
+    ]);
+    expect(events.at(-1).response.output.slice(0, 2).map((i: any) => i.action)).toEqual([{ type: 'search', query: 'weather Paris' }, { type: 'search', query: 'weather Lyon' }]);
+    expect((await sdk.responses.create({ model: 'gpt-5', input: 'Weather?' })).output.map((i) => i.type)).toEqual(['message']);
+  });
+
+  it("refuses a tool's output whose call_id no call of its kind in input has, with OpenAI's 400", async () => {
+    const call = { type: 'function_call' as const, call_id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+    const custom = { type: 'custom_tool_call' as const, call_id: 'call_exec_1', name: 'exec', input: 'ls' };
+    const ask = (input: any[]) => failure(sdk.responses.create({ model: 'm', input: [{ role: 'user', content: 'Go.' }, ...input] }));
+    expect(await ask([call, { type: 'function_call_output', call_id: 'call_weather_1', output: 'sunny' }, custom, { type: 'custom_tool_call_output', call_id: 'call_exec_1', output: 'a' }])).toBe('served');
+    expect(await ask([{ type: 'function_call_output', call_id: 'call_gone_7', output: 'sunny' }])).toEqual({ status: 400, error: invalid('No tool call found for function call output with call_id call_gone_7.', 'input', null) });
+    expect(await ask([custom, { type: 'function_call_output', call_id: 'call_exec_1', output: 'a' }])).toEqual({ status: 400, error: invalid('No tool call found for function call output with call_id call_exec_1.', 'input', null) });
+    expect(await ask([call, { type: 'custom_tool_call_output', call_id: 'call_weather_1', output: 'a' }])).toEqual({ status: 400, error: invalid('No tool call found for custom tool call output with call_id call_weather_1.', 'input', null) });
+    expect(fake.responses.answered).toHaveLength(1);
+  });
+
   it('refuses reasoning that is not byte for byte what it issued (tampered, re-spelled, the incomplete added copy, another key)', async () => {
     fake.reply.reasoning = { summary: [] };
     const events: any[] = [];
@@ -203,6 +233,30 @@ describe('fake OpenAI, Responses API (self-check with the openai SDK)', () => {
     expect(next.status).toBe(200);
     expect(fake.requests.map((r) => r.responses && [r.responses.store, r.responses.reasoningIntact])).toEqual([[false, null], [false, true]]);
     expect(fake.requests[1].body.client_metadata).toEqual(codex.client_metadata);
+  });
+
+  it("takes Codex 0.171.0's tool loop with its default model: exec called in its namespace, reasoning back with content null", async () => {
+    // What Codex sends for gpt-6.2-sol (captured through test/codex-responses.e2e-spec.ts): its tools in an additional_tools
+    // item, and on the next step its history with the reasoning item's `content` null (codex-rs/protocol/src/models.rs).
+    fake.reply.reasoning = { summary: [] };
+    fake.reply.customToolCalls = [{ id: 'call_exec_1', namespace: 'functions', name: 'exec', input: 'text(1)' }];
+    const offer = { type: 'additional_tools', id: 'at_1', role: 'developer', tools: [{ type: 'namespace', name: 'functions', description: '', tools: [{ type: 'custom', name: 'exec', description: 'Runs JavaScript.' }] }] };
+    const asked = { model: 'gpt-6.2-sol', stream: false, store: false, include: ['reasoning.encrypted_content'], reasoning: { effort: 'low', context: 'all_turns' } };
+    const user = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Run it.' }] };
+    const first = await post('/responses', JSON.stringify({ ...asked, input: [offer, user] }));
+    const { output } = (await first.json()) as { output: any[] };
+    expect(output.map((i) => i.type)).toEqual(['reasoning', 'custom_tool_call']);
+    expect(output[1]).toEqual({ id: expect.stringMatching(/^ctc_/), type: 'custom_tool_call', call_id: 'call_exec_1', namespace: 'functions', name: 'exec', input: 'text(1)' });
+    expect(fake.responses.answered.map((r) => r.output)).toEqual([output]);
+    fake.reply.customToolCalls = undefined;
+    const history = [{ ...output[0], content: null }, output[1], { type: 'custom_tool_call_output', call_id: 'call_exec_1', output: [{ type: 'input_text', text: '1' }] }];
+    const next = await post('/responses', JSON.stringify({ ...asked, input: [offer, user, ...history] }));
+    expect(next.status).toBe(200);
+    expect(fake.requests[1].responses?.reasoningIntact).toBe(true);
+    // Null is what OpenAI takes from Codex; any other content that is no list of reasoning text is still refused.
+    const wrong = await post('/responses', JSON.stringify({ ...asked, input: [user, { ...output[0], content: 'thoughts' }] }));
+    expect(wrong.status).toBe(400);
+    expect(fake.responses.answered).toHaveLength(2);
   });
 
   it('refuses Responses-only models on chat completions with OpenAI\'s body (404 as observed, 400 when told), serves them on Responses', async () => {

@@ -209,6 +209,13 @@ describe('key controls: monthly limit, expiry, models, rotation (issue 24)', () 
       expect(rotated.body.key).not.toBe(old.key);
       await expect(sdk(gw, old.key).models.list()).rejects.toMatchObject({ status: 401 });
       await sdk(gw, rotated.body.key).chat.completions.create({ model: MODEL.id, messages: hi, max_tokens: 10 });
+      // The key list says which key replaced which (the dashboard marks it), and a second rotation extends the chain.
+      const again = (await admin.request('POST', `/keys/${rotated.body.id}/rotate`, {})).body;
+      const listed = new Map(((await admin.request('GET', `/accounts/${accountId}/keys`)).body.data as any[]).map((k) => [k.id, k.replaced_by]));
+      expect(listed.get(old.id)).toBe(rotated.body.id);
+      expect(listed.get(rotated.body.id)).toBe(again.id);
+      expect(listed.get(again.id)).toBeNull();
+      expect(again.replaced_by).toBeNull();
     });
 
     it('rotates with grace: both keys work until the grace ends, share one limit and one month spend, then the old one is refused', async () => {

@@ -10,7 +10,7 @@ import { GatewayMain } from './support/gateway-main';
 
 jest.setTimeout(240_000);
 
-/** Failures are meant to end a start within this long of reaching the step that fails (plus ts-node's own start). */
+/** Failures are meant to end a start within this long of reaching the step that fails (plus the process's own start). */
 const EMBEDDED_FAILURE_BOUND_MS = 20_000;
 const DATABASE_WAIT_MS = 10_000;
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AdminTokenModule } from '../admin-token/admin-token.module';
+import { AuditModule } from '../audit/audit.module';
 import { BillingModule } from '../billing/billing.module';
 import { EntitlementsModule } from '../entitlements/entitlements.module';
 import { KeysModule } from '../keys/keys.module';
@@ -10,7 +11,7 @@ import { AdminService } from './admin.service';
 import { FirstStartService } from './first-start.service';
 
 @Module({
-  imports: [AdminTokenModule, BillingModule, EntitlementsModule, KeysModule, ModelsModule, UsageModule],
+  imports: [AdminTokenModule, AuditModule, BillingModule, EntitlementsModule, KeysModule, ModelsModule, UsageModule],
   controllers: [AdminController],
   providers: [AdminService, FirstStartService],
 })

@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { GATEWAY_CONFIG } from '../config/config.tokens';
+import { GatewayConfig } from '../config/gateway-config.schema';
 import { QueryFailedError } from 'typeorm';
 import { AccountsService, AccountView } from '../billing/accounts.service';
 import { SubscriptionStatus } from '../billing/account.entity';
@@ -21,6 +23,13 @@ export interface KeyView {
   month_spend_usd: string;
   expires_at: string | null;
   models: string[] | null;
+  /** The key's own requests and tokens per minute; null: the config's default (DESIGN.md 12.4). */
+  rpm: number | null;
+  tpm: number | null;
+  /** The limits in force: its own, else the config's default for keys; null: none. */
+  rate_limits: { rpm: number | null; tpm: number | null };
+  /** The key this one was rotated to (the next key of its budget); null: not rotated. */
+  replaced_by: string | null;
 }
 
 /** A key as created (or rotated): the full key, shown only in this answer. */
@@ -33,6 +42,7 @@ export class AdminService {
     private readonly subscriptions: SubscriptionService,
     private readonly keys: KeysService,
     private readonly usageService: UsageReportService,
+    @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   async createAccount(name: string): Promise<AccountView> {
@@ -76,8 +86,21 @@ export class AdminService {
   }
 
   private async keyViews(keys: ApiKey[]): Promise<KeyView[]> {
-    const spend = await this.keys.monthSpend([...new Set(keys.map((k) => k.budgetId))], monthKey());
-    return keys.map((key) => keyView(key, spend.get(key.budgetId) ?? 0n));
+    const budgets = [...new Set(keys.map((k) => k.budgetId))];
+    const [spend, successors] = await Promise.all([this.keys.monthSpend(budgets, monthKey()), this.keys.successors(budgets)]);
+    const defaults = this.config.rate_limits.keys;
+    return keys.map((key) => ({
+      ...keyView(key, spend.get(key.budgetId) ?? 0n),
+      rate_limits: { rpm: key.rpm ?? defaults?.rpm ?? null, tpm: key.tpm ?? defaults?.tpm ?? null },
+      replaced_by: successors.get(key.id) ?? null,
+    }));
+  }
+
+  /** Changes the account's own rate limits; every replica reads its keys again, so they apply within the notice's delay. */
+  async updateAccount(accountId: string, limits: { rpm?: number | null; tpm?: number | null; lowCreditsMicros?: bigint | null }): Promise<AccountView> {
+    await this.accounts.setRateLimits(accountId, limits);
+    await this.keys.forgetAccount(accountId);
+    return this.accounts.view(accountId);
   }
 
   async addCredits(accountId: string, amountUsd: number | string): Promise<AccountView> {
@@ -114,7 +137,7 @@ function isNumericOverflow(err: unknown): boolean {
   return err instanceof QueryFailedError && (err.driverError as { code?: string } | undefined)?.code === '22003';
 }
 
-function keyView(key: ApiKey, monthSpendMicros: bigint): KeyView {
+function keyView(key: ApiKey, monthSpendMicros: bigint): Omit<KeyView, 'rate_limits' | 'replaced_by'> {
   return {
     id: key.id,
     name: key.name,
@@ -125,5 +148,7 @@ function keyView(key: ApiKey, monthSpendMicros: bigint): KeyView {
     month_spend_usd: microsToUsd(monthSpendMicros),
     expires_at: key.expiresAt?.toISOString() ?? null,
     models: key.models,
+    rpm: key.rpm,
+    tpm: key.tpm,
   };
 }

@@ -17,6 +17,8 @@ export function keyControls(body: CreateKeyDto, rawModels: unknown, catalog: Cat
   if (body.name !== undefined) controls.name = body.name;
   if (body.monthly_limit_usd !== undefined) controls.monthlyLimitMicros = body.monthly_limit_usd === null ? null : usdToMicros(body.monthly_limit_usd);
   if (body.expires_at !== undefined) controls.expiresAt = body.expires_at === null ? null : parseIsoDate(body.expires_at);
+  if (body.rpm !== undefined) controls.rpm = body.rpm;
+  if (body.tpm !== undefined) controls.tpm = body.tpm;
   if (rawModels !== undefined) controls.models = rawModels === null ? null : catalogIds(rawModels, catalog);
   return controls;
 }

@@ -14,4 +14,9 @@ export class Account {
   @Column('timestamptz', { name: 'subscription_ends_at', nullable: true }) subscriptionEndsAt: Date | null;
   @Column('boolean', { name: 'trial_used', default: false }) trialUsed: boolean;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  /** Requests and tokens per minute of its own (DESIGN.md 12.4); null: the config's default (`rate_limits`). */
+  @Column('integer', { nullable: true }) rpm: number | null;
+  @Column('integer', { nullable: true }) tpm: number | null;
+  /** credits.low is sent when the balance goes below this (docs/operations.md, "Webhooks"); null: never. */
+  @Column('bigint', { name: 'low_credits_micros', nullable: true }) lowCreditsMicros: string | null;
 }

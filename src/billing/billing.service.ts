@@ -44,7 +44,7 @@ export class BillingService {
     // With price variants (DESIGN.md section 12.2), the prices of the dearest outcome the request asked for, and
     // the fees of the server tools it offers.
     const prices = holdPrices(input.model, input.priceOptions, input.promptTokens);
-    const ask: HoldAsk = {
+    let ask: HoldAsk = {
       promptTokens: input.promptTokens,
       requestedMaxTokens: input.requestedMaxTokens,
       maxOutputTokens: input.model.max_output_tokens ?? 1,
@@ -52,10 +52,13 @@ export class BillingService {
       outputPicos: prices.holdOutput * BigInt(input.choices ?? 1),
       fixedPicos: toolHoldPicos(input.model, input.serverTools),
     };
-    const worstCase = worstCaseMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos, ask.fixedPicos);
+    let worstCase = worstCaseMicros(ask.promptTokens, ask.requestedMaxTokens ?? ask.maxOutputTokens, ask.inputPicos, ask.outputPicos, ask.fixedPicos);
+    const least = Math.min(input.minOutputTokens ?? 1, ask.maxOutputTokens);
     const held = (lease: BudgetLease, holdMicros: bigint, outputAllowance: number, capped: boolean): Reservation => {
       const budgetId = input.key?.budgetId ?? null;
-      return { requestId: input.requestId, accountId: input.accountId, budgetId, lease, holdMicros, outputAllowance, capped, done: false };
+      // An allowance held at the upstream's least output (below) is no limit the client set: it is sent upstream.
+      const sent = capped || ask.requestedMaxTokens !== input.requestedMaxTokens;
+      return { requestId: input.requestId, accountId: input.accountId, budgetId, lease, holdMicros, outputAllowance, capped: sent, done: false, tokens: input.tokens };
     };
     let waitedForSettlements = false;
     for (;;) {
@@ -68,6 +71,15 @@ export class BillingService {
       const settlingWhenSent = lease.settling;
       const row = await this.leases.grow(lease, ask);
       if (!row) continue;
+      if (row.outcome === 'ok' && row.capped && Number(row.allowance) < least) {
+        // Cut below the least output limit the upstream takes (OpenAI's Responses API: 16), the answer could not be
+        // asked for. The hold goes back and is asked again for that least answer: the database then declines it,
+        // naming what binds (credits, the account's limit, the key's), or holds it should money have come back since.
+        this.leases.release(lease, BigInt(row.hold_micros));
+        ask = { ...ask, requestedMaxTokens: least };
+        worstCase = worstCaseMicros(ask.promptTokens, least, ask.inputPicos, ask.outputPicos, ask.fixedPicos);
+        continue;
+      }
       if (row.outcome === 'ok') return held(lease, BigInt(row.hold_micros), Number(row.allowance), row.capped);
       if (waitedForSettlements || !(settlingWhenSent || lease.settling)) throw declined(row, input);
       waitedForSettlements = true;
@@ -86,6 +98,7 @@ export class BillingService {
   settle(reservation: Reservation, costMicros: bigint, record: UsageRecordValues | null, linger = false): Promise<bigint> {
     if (reservation.done) return Promise.resolve(0n);
     reservation.done = true;
+    if (record) reservation.tokens?.settle(record.prompt_tokens + record.completion_tokens);
     const charged = this.charge(reservation, costMicros, record, linger);
     this.track(charged.then(noop, noop));
     return charged;
@@ -95,6 +108,7 @@ export class BillingService {
   async release(reservation: Reservation): Promise<void> {
     if (reservation.done) return;
     reservation.done = true;
+    reservation.tokens?.settle(0);
     this.leases.release(reservation.lease, reservation.holdMicros);
   }
 

@@ -50,6 +50,13 @@ describe(declined.name, () => {
     expect(err.message).toMatch(/does not cover this prompt with even 1 output token\. Top up credits\.$/);
   });
 
+  it("without a limit set, for an upstream whose least output limit is above 1: held for that least answer, and what is affordable said", () => {
+    const err = declined(row({ affordable_tokens: '9', needed_micros: '168' }), input({ requestedMaxTokens: null, minOutputTokens: 16, limitParam: 'max_output_tokens' }));
+    expect(err.code).toBe(ErrorCode.InsufficientCredits);
+    expect(err.message).toContain("held for at least 16 output tokens (no max_output_tokens was set: the answer would be cut to what is affordable, but not below 16, the least output limit the model's upstream takes)");
+    expect(err.message).toMatch(/covers at most 9 output tokens with this prompt\. Top up credits\.$/);
+  });
+
   it('counts output per choice when n > 1', () => {
     const err = declined(row({}), input({ choices: 3 }));
     expect(err.message).toContain('up to 4,096 output tokens for each of its 3 choices (n) (its max_tokens)');

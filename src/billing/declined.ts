@@ -23,10 +23,14 @@ export function declined(row: DeclinedGrow, input: ReserveInput): GatewayError {
   const choices = input.choices ?? 1;
   const each = choices > 1 ? ` for each of its ${choices} choices (n)` : '';
   const prompt = `a prompt of at most ${count(input.promptTokens)} tokens (bounded by its size; a charge counts the tokens the model reports)`;
+  // With no limit set, the least answer: one token, or the least output limit the upstream takes (OpenAI's Responses API: 16).
+  const least = input.minOutputTokens ?? 1;
   const output =
-    input.requestedMaxTokens === null
-      ? `at least 1 output token${each} (no ${param} was set: the answer would be cut to what is affordable)`
-      : `up to ${count(input.requestedMaxTokens)} output tokens${each} (its ${param})`;
+    input.requestedMaxTokens !== null
+      ? `up to ${count(input.requestedMaxTokens)} output tokens${each} (its ${param})`
+      : least > 1
+        ? `at least ${count(least)} output tokens${each} (no ${param} was set: the answer would be cut to what is affordable, but not below ${count(least)}, the least output limit the model's upstream takes)`
+        : `at least 1 output token${each} (no ${param} was set: the answer would be cut to what is affordable)`;
   const held = `this request is held for ${output} and ${prompt}, ${usd(row.needed_micros)} at the model's prices`;
   const room =
     affordable > 0

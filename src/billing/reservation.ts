@@ -17,6 +17,11 @@ export interface ReserveInput {
   promptTokens: number;
   /** The client's max_tokens / max_completion_tokens, or null when it set none. */
   requestedMaxTokens: number | null;
+  /**
+   * The least output limit the upstream takes (OpenAI's Responses API: 16), when above 1: with no limit set, an
+   * allowance the credits would cut below it is declined as unaffordable (402), as a prompt they do not cover is.
+   */
+  minOutputTokens?: number;
   /** The field the client sets that output limit with in its dialect (max_tokens by default), for the 402's advice. */
   limitParam?: string;
   /** Choices asked for (n): each may produce the whole output allowance. */
@@ -25,6 +30,13 @@ export interface ReserveInput {
   priceOptions?: PriceOptions;
   /** The priced server tools offered, with their max_uses (null: the entry's tool_hold_uses): the hold covers their fees. */
   serverTools?: Record<string, number | null>;
+  /** The request's tokens in its rate-limit windows (src/rate-limits/), settled with the hold. */
+  tokens?: HeldTokens;
+}
+
+/** Tokens held in rate-limit windows at admission: trued up to what the request used (0 when it failed). */
+export interface HeldTokens {
+  settle(tokens: number): void;
 }
 
 /** The hold of one in-flight chat request: pass it back to settle or release. */
@@ -42,4 +54,6 @@ export interface Reservation {
   readonly lease: BudgetLease;
   /** Settled or released: a second call does nothing. */
   done: boolean;
+  /** Its tokens in the rate-limit windows, trued up when it is settled or released. */
+  readonly tokens?: HeldTokens;
 }

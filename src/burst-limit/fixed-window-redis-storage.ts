@@ -17,8 +17,8 @@ import { RedisBreaker } from './redis-breaker';
  * second after Redis is.
  */
 export const COMMAND_TIMEOUT_MS = 1000;
-const CONNECT_TIMEOUT_MS = 500;
-const MAX_RECONNECT_DELAY_MS = 1000;
+export const CONNECT_TIMEOUT_MS = 500;
+export const MAX_RECONNECT_DELAY_MS = 1000;
 const PROBE_KEY = 'burst:probe';
 const PROBE_KEY_TTL_MS = 1000;
 
@@ -47,16 +47,7 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
     url: string,
     private readonly metrics: MetricsService,
   ) {
-    this.redis = new Redis(url, {
-      enableOfflineQueue: false,
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      // A command in flight when the connection drops fails then, instead of waiting for a reconnect.
-      maxRetriesPerRequest: 0,
-      // disconnect() while reconnecting ends a socket already closed, and ioredis then waits this long to destroy it.
-      disconnectTimeout: 100,
-      retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
-      enableAutoPipelining: true,
-    }) as BurstRedis;
+    this.redis = limiterRedis(url) as BurstRedis;
     this.redis.defineCommand('burstHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     // The probe is a hit like a request's, on a key of its own: a Redis that answers PING but refuses the
     // script (out of memory, a read-only replica) is not back.
@@ -71,18 +62,8 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
    * Gives the first connection a moment before the app serves, so that the first requests after a
    * start are limited (and not logged as an outage); a Redis that is down holds the start 0.5 s at most.
    */
-  async onModuleInit(): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    // Not events.once: it would reject on the 'error' of a Redis that is down.
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.redis.off('ready', done);
-        resolve();
-      };
-      const timer = setTimeout(done, CONNECT_TIMEOUT_MS);
-      this.redis.on('ready', done);
-    });
+  onModuleInit(): Promise<void> {
+    return firstConnection(this.redis);
   }
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
@@ -125,7 +106,7 @@ export class FixedWindowRedisStorage implements ThrottlerStorage, OnModuleInit, 
  * phase): under load, a timer can fire late with Redis's answer already waiting, and our own lag must
  * not count as a Redis failure.
  */
-function answerWithin<T>(command: Promise<T>, ms: number): Promise<T> {
+export function answerWithin<T>(command: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const timer = setTimeout(
@@ -151,5 +132,37 @@ function answerWithin<T>(command: Promise<T>, ms: number): Promise<T> {
         reject(err);
       },
     );
+  });
+}
+
+/** Resolves once `redis` is ready, or after CONNECT_TIMEOUT_MS (a Redis that is down holds a start 0.5 s at most). */
+export function firstConnection(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  // Not events.once: it would reject on the 'error' of a Redis that is down.
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, CONNECT_TIMEOUT_MS);
+    redis.on('ready', done);
+  });
+}
+
+/**
+ * A connection for a limiter's counters (the burst limit's, rpm and tpm's): no offline queue and no retries, so that
+ * a Redis that is away fails a check at once (its breaker decides), reconnecting every MAX_RECONNECT_DELAY_MS at most.
+ */
+export function limiterRedis(url: string): Redis {
+  return new Redis(url, {
+    enableOfflineQueue: false,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    // A command in flight when the connection drops fails then, instead of waiting for a reconnect.
+    maxRetriesPerRequest: 0,
+    // disconnect() while reconnecting ends a socket already closed, and ioredis then waits this long to destroy it.
+    disconnectTimeout: 100,
+    retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+    enableAutoPipelining: true,
   });
 }

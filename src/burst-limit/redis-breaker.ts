@@ -18,8 +18,25 @@ export type RedisBreakerState = 'closed' | 'open' | 'half-open';
  * The probe is the storage's own command, not a client's request, so no request waits for a Redis
  * that may hang. Logs the outage at most once per OUTAGE_LOG_INTERVAL_MS, and once when it is over.
  */
+/** What an outage costs, in the breaker's log lines: whose Redis it is and what goes unlimited meanwhile. */
+export interface RedisBreakerWording {
+  logger: string;
+  /** "Redis for <store>" */
+  store: string;
+  /** What happens while it is away, and once it is back. */
+  meanwhile: string;
+  back: string;
+}
+
+const BURST_LIMIT_WORDING: RedisBreakerWording = {
+  logger: 'BurstLimit',
+  store: 'burst-limit counters',
+  meanwhile: 'chat requests are let through unlimited',
+  back: 'the burst limit applies again',
+};
+
 export class RedisBreaker {
-  private readonly logger = new Logger('BurstLimit');
+  private readonly logger: Logger;
   private failuresInARow = 0;
   private probeTimer: NodeJS.Timeout | null = null;
   private probing = false;
@@ -28,7 +45,12 @@ export class RedisBreaker {
   private letThroughSinceLine = 0;
   private reported = false;
 
-  constructor(private readonly probeRedis: () => Promise<unknown>) {}
+  constructor(
+    private readonly probeRedis: () => Promise<unknown>,
+    private readonly wording: RedisBreakerWording = BURST_LIMIT_WORDING,
+  ) {
+    this.logger = new Logger(wording.logger);
+  }
 
   get state(): RedisBreakerState {
     if (!this.probeTimer) return 'closed';
@@ -90,7 +112,7 @@ export class RedisBreaker {
     this.probeTimer = null;
     this.failuresInARow = 0;
     if (!this.reported) return;
-    this.logger.log('Redis for burst-limit counters is back; the burst limit applies again');
+    this.logger.log(`Redis for ${this.wording.store} is back; ${this.wording.back}`);
     this.reported = false;
     this.letThroughSinceLine = 0;
   }
@@ -99,7 +121,7 @@ export class RedisBreaker {
     const now = Date.now();
     if (this.stopped || now - this.lastLineAt < OUTAGE_LOG_INTERVAL_MS) return;
     this.logger.error(
-      `Redis for burst-limit counters unavailable, chat requests are let through unlimited (${this.letThroughSinceLine} since the last line): ${err.message}`,
+      `Redis for ${this.wording.store} unavailable, ${this.wording.meanwhile} (${this.letThroughSinceLine} since the last line): ${err.message}`,
     );
     this.lastLineAt = now;
     this.letThroughSinceLine = 0;

@@ -16,7 +16,9 @@ export function chatCall(endpoint: string, req: GatewayRequest, res: ServerRespo
   const { accountId, budgetId, limited } = req.auth!;
   assertModelAllowed(req.auth, chat.model.id);
   const key = budgetId ? { budgetId, limited: limited === true } : undefined;
-  return { endpoint, requestId: req.id, accountId, key, chat, meter, signal: abortOnClientClose(res) };
+  // x-ratelimit-* on Node's response, as the burst limit's: a streamed answer writes its status line there.
+  const rate = { subject: req.auth!, header: (name: string, value: string) => res.setHeader(name, value) };
+  return { endpoint, requestId: req.id, accountId, key, chat, meter, signal: abortOnClientClose(res), rate };
 }
 
 /** The header of a JSON answer's charge in USD, six decimals (issue 35; also `usage.cost`). */

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 import { ErrorCode, GatewayError } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { ChatRequestPipe } from './chat-request.pipe';
@@ -14,7 +15,7 @@ function pipe(): ChatRequestPipe {
       { id: 'tiered', kind: 'chat', provider: 'local', upstream_model: 'dev-echo', ...PRICES, price_variants: [{ when: { service_tier: ['priority', 'fast'] }, multiplier: 2 }] },
       { id: 'flat', kind: 'chat', provider: 'local', upstream_model: 'dev-echo', ...PRICES },
     ],
-  });
+  }, PROVIDER_TYPES);
   return new ChatRequestPipe(new CatalogService(config));
 }
 

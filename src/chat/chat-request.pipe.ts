@@ -6,6 +6,7 @@ import { CatalogEntry } from '../config/gateway-config.schema';
 import { PriceOptions } from '../config/price-options';
 import { CatalogService } from '../models/catalog.service';
 import { quotedModel, readRequestedModel } from '../models/requested-model';
+import { UNSENT_CHAT_FIELDS } from '../providers/openai/chat-to-responses';
 import { ChatRequestBody, PassThrough } from '../providers/upstream-provider';
 import { checkChatCompletionBody } from './dto/chat-completion.schema';
 import { IgnoredParam, ignoredParam } from './ignored-params';
@@ -43,8 +44,11 @@ export interface ChatCompletionRequest {
   ignored: IgnoredParam[];
 }
 
-/** The metric labels of what chat completions ignore: `store: true` only (every other field goes upstream as sent). */
-const KNOWN_IGNORED: ReadonlySet<string> = new Set(['store']);
+/**
+ * The metric labels of what chat completions ignore: `store: true`, and for an `upstream_api: responses` entry the
+ * fields the Responses API has no place for (every other field goes upstream as sent).
+ */
+const KNOWN_IGNORED: ReadonlySet<string> = new Set(['store', ...UNSENT_CHAT_FIELDS]);
 
 /**
  * Validates the parsed JSON body: codes of SPEC.md and DESIGN.md section 5, in that order; then the options that
@@ -60,8 +64,10 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatCompletionReq
     if (problem) throw chatBodyError(problem);
     // The body goes upstream as sent: Anthropic's speed and inference_geo would reach an upstream that takes them.
     const priceOptions = pricedOptions(model, fields);
-    const checked = fields as CheckedChatFields;
-    const { upstream, ignored } = storingNothing(fields);
+    // Checked as far as the gateway relies on it (chat-completion.schema.ts); the rest is read with checks.
+    const checked = fields as ChatRequestBody;
+    const { upstream, ignored } = storingNothing(checked);
+    if (model.upstream_api === 'responses') ignored.push(...unsentToResponses(checked));
     const chat: ChatRequest = {
       model,
       body: upstream,
@@ -81,11 +87,17 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatCompletionReq
  * a tenant's conversation is not to be kept in the operator's upstream account. A `store: true` is named as ignored;
  * a body without `store` goes as it came (OpenAI's default is false).
  */
-function storingNothing(fields: Record<string, unknown>): { upstream: ChatRequestBody; ignored: IgnoredParam[] } {
-  const body = fields as ChatRequestBody;
+function storingNothing(body: ChatRequestBody): { upstream: ChatRequestBody; ignored: IgnoredParam[] } {
   if (!Object.prototype.hasOwnProperty.call(body, 'store') || body.store === false) return { upstream: body, ignored: [] };
   const ignored = body.store === true ? [ignoredParam('store', KNOWN_IGNORED)] : [];
   return { upstream: { ...body, store: false }, ignored };
+}
+
+/** The fields a client set that a Responses upstream does not get (providers/openai/chat-to-responses.ts), in request order. */
+function unsentToResponses(body: ChatRequestBody): IgnoredParam[] {
+  return Object.keys(body)
+    .filter((name) => UNSENT_CHAT_FIELDS.includes(name) && body[name] !== null && body[name] !== undefined && body[name] !== false)
+    .map((name) => ignoredParam(name, KNOWN_IGNORED));
 }
 
 /** The catalog chat model a body names (chat, and the Responses API over it): 400 missing_model, unknown_model or model_not_hosted. */
@@ -99,15 +111,6 @@ export function requestedChatModel(catalog: CatalogService, body: unknown): { fi
     throw new GatewayError(ErrorCode.ModelNotHosted, `The model "${model.id}" is a ${model.kind} model, not a chat model.`, 'model');
   }
   return { fields, model };
-}
-
-/** The fields the pipe reads, as chatCompletionBody has checked them (null: the default). */
-interface CheckedChatFields {
-  stream?: boolean | null;
-  stream_options?: { include_usage?: boolean | null } | null;
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  n?: number | null;
 }
 
 /** A 400 naming the field at fault (`Invalid max_tokens: …`, param `max_tokens`); a message's fault is worded for messages. */

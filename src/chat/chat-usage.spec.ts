@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer';
-import { ChatCompletion } from '../providers/chat-contract';
+import { ChatChunk, ChatCompletion, ChatDelta, ChatRequestMessage, ChatTool } from '../providers/chat-contract';
 import { countPromptTokens } from '../providers/token-count';
 import { completionText, countedUsage, deltaText, promptTokenBound } from './chat-usage';
 
@@ -9,8 +9,8 @@ const CALLS = [
 ];
 
 /** The chunks a server streams for `CALLS`: per call, its id and name with empty arguments, then the arguments in pieces. */
-function streamedCalls(): Record<string, unknown>[] {
-  const chunk = (delta: Record<string, unknown>) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] });
+function streamedCalls(): ChatChunk[] {
+  const chunk = (delta: ChatDelta): ChatChunk => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] });
   const chunks = [chunk({ role: 'assistant', content: null })];
   CALLS.forEach((call, index) => {
     chunks.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
@@ -18,7 +18,7 @@ function streamedCalls(): Record<string, unknown>[] {
       chunks.push(chunk({ tool_calls: [{ index, function: { arguments: call.function.arguments.slice(i, i + 7) } }] }));
     }
   });
-  chunks.push({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] } as never);
+  chunks.push({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] });
   return chunks;
 }
 
@@ -58,8 +58,8 @@ describe(deltaText.name, () => {
 
 describe(countedUsage.name, () => {
   it('counts the prompt with its tool definitions and the produced text with its tool calls', async () => {
-    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
-    const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+    const messages: ChatRequestMessage[] = [{ role: 'user', content: 'Weather in Paris?' }];
+    const tools: ChatTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
     const produced = completionText({ choices: [{ message: { content: null, tool_calls: CALLS } }] });
     const counted = await countedUsage({ model: 'm', messages, tools }, produced);
     expect(counted).toEqual({ prompt_tokens: (await countPromptTokens(messages)) + countTokens(JSON.stringify(tools)), completion_tokens: countTokens(produced) });

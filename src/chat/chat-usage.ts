@@ -1,5 +1,5 @@
 import { MAX_TOKEN_COUNT } from '../billing/request-cost';
-import { ChatChunk, ChatCompletion, ChatDelta, ChatFunctionCall, ChatMessage } from '../providers/chat-contract';
+import { ChatChunk, ChatCompletion, ChatDelta, ChatFunctionCall, ChatMessage, ChatRequestBody, PassThrough } from '../providers/chat-contract';
 import { contentText, countPromptTokens, countTextTokens, toolDefinitions } from '../providers/token-count';
 
 /** A usage block of the gateway's own count, for an upstream that reports none (or a stream cut short): two totals. */
@@ -12,7 +12,7 @@ export interface CountedUsage {
  * Counted with the tokenizer: the prompt (messages and tool definitions) and the produced text (content,
  * refusals, tool-call names and arguments), priced at the base prices (requestCost, no subtotals).
  */
-export async function countedUsage(body: Record<string, unknown>, producedText: string): Promise<CountedUsage> {
+export async function countedUsage(body: ChatRequestBody, producedText: string): Promise<CountedUsage> {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   const prompt = await countPromptTokens(messages, toolDefinitions(body));
   const completion = await countTextTokens(producedText);
@@ -52,24 +52,27 @@ export function deltaText(chunk: ChatChunk): string {
  */
 function producedText(message: ChatMessage | ChatDelta): string {
   let text = typeof message.refusal === 'string' ? message.refusal : '';
-  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) text += callText(call?.function);
+  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) text += callText(call?.function) + callText(call?.custom as ChatFunctionCall | undefined);
   if (message.function_call) text += callText(message.function_call);
   return text;
 }
 
 function callText(fn: ChatFunctionCall | null | undefined): string {
   if (!fn || typeof fn !== 'object') return '';
-  return (typeof fn.name === 'string' ? fn.name : '') + (typeof fn.arguments === 'string' ? fn.arguments : '');
+  // A custom tool's call (`custom: {name, input}`) is counted as a function's: its name, then its free-form input.
+  const args = typeof fn.arguments === 'string' ? fn.arguments : typeof fn.input === 'string' ? fn.input : '';
+  return (typeof fn.name === 'string' ? fn.name : '') + args;
 }
 
 /**
  * A bound on the prompt's tokens for the hold: with a byte-level BPE tokenizer no token is shorter than a
  * byte, and the JSON framing of each message outweighs its chat-template tokens.
  */
-export function promptTokenBound(body: Record<string, unknown>, contextWindow: number | undefined): number {
-  let bytes = Buffer.byteLength(JSON.stringify(body.messages)) + 3;
-  // `system`: a Messages body passed through (Anthropic's dialect) keeps its system prompt apart from the messages.
-  for (const field of ['system', 'tools', 'functions', 'tool_choice', 'response_format']) {
+export function promptTokenBound(body: ChatRequestBody | PassThrough['body'], contextWindow: number | undefined): number {
+  let bytes = 3;
+  // `system`: a Messages body passed through (Anthropic's dialect) keeps its system prompt apart from the messages;
+  // `instructions` and `input`: a Responses body passed through (OpenAI's) has no messages.
+  for (const field of ['messages', 'system', 'instructions', 'input', 'tools', 'functions', 'tool_choice', 'response_format']) {
     if (body[field] !== undefined) bytes += Buffer.byteLength(JSON.stringify(body[field]));
   }
   return contextWindow === undefined ? bytes : Math.min(bytes, contextWindow);

@@ -9,9 +9,10 @@ import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
 import { IgnoredParamsReport } from './ignored-params';
 import { IdempotencyModule } from '../idempotency/idempotency.module';
+import { RateLimitsModule } from '../rate-limits/rate-limits.module';
 
 @Module({
-  imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule, IdempotencyModule],
+  imports: [BillingModule, BurstLimitModule, MetricsModule, ModelsModule, RoutingModule, IdempotencyModule, RateLimitsModule],
   controllers: [ChatController],
   providers: [ChatService, ChatRequestPipe, IgnoredParamsReport],
   // The Responses and Messages APIs are served by the same hold, upstream call and charge, and name what they ignore alike.

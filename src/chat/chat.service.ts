@@ -6,11 +6,14 @@ import { secondsSince } from '../common/elapsed';
 import { microsToUsd, microsToUsdNumber } from '../common/money';
 import { MetricsService } from '../metrics/metrics.service';
 import { AnswerPriceFacts, ChatChunk, ChatCompletion, ChatUsage, NATIVE_EVENT, PARTIAL_USAGE } from '../providers/chat-contract';
+import { leastOutputTokens } from '../providers/openai/openai-deployments';
 import { asGatewayError, UpstreamFailure, upstreamGatewayError } from '../providers/upstream-failure';
 import { countTextTokens } from '../providers/token-count';
 import { ChatRequestBody, PASS_THROUGH, UpstreamChatStream } from '../providers/upstream-provider';
 import { UpstreamRouter } from '../routing/upstream-router';
+import { recordAnswer } from '../tracing/request-span';
 import { UsageMeter } from '../usage/usage-meter';
+import { HeaderSink, RateLimiter, RateSubject } from '../rate-limits/rate-limiter.service';
 import { ChatRequest } from './chat-request.pipe';
 import { answerPriceFacts } from './answer-price-facts';
 import { completionText, countedUsage, deltaText, promptTokenBound } from './chat-usage';
@@ -28,6 +31,8 @@ export interface ChatCall {
   meter: UsageMeter;
   /** Fires when the client goes away: the upstream call stops, no more tokens are produced. */
   signal: AbortSignal;
+  /** Who the request counts against for rpm and tpm, and where their headers go (src/rate-limits/). */
+  rate?: { subject: RateSubject; header: HeaderSink };
 }
 
 /** A non-streamed answer, its hold still open: send `body`, then `charge` it. */
@@ -50,6 +55,7 @@ export class ChatService {
     private readonly billing: BillingService,
     private readonly upstreams: UpstreamRouter,
     private readonly metrics: MetricsService,
+    private readonly rateLimits: RateLimiter,
   ) {}
 
   async answer(call: ChatCall): Promise<ChatAnswer> {
@@ -57,6 +63,8 @@ export class ChatService {
     const startedAt = process.hrtime.bigint();
     try {
       const { body } = await this.upstreams.chat(call.chat.model, this.upstreamBody(call.chat, reservation), call.signal, call.meter);
+      call.meter.describe({ responseId: body.id, responseModel: body.model });
+      recordAnswer(() => body);
       body.model = call.chat.model.id;
       const facts = answerPriceFacts(body);
       const cost = this.cost(call, body.usage, facts);
@@ -103,6 +111,7 @@ export class ChatService {
           }
         }
         produced += deltaText(chunk);
+        if (!sink.hasStarted) call.meter.describe({ responseId: chunk.id, responseModel: chunk.model });
         chunk.model = chat.model.id;
         const backpressure = sink.send(chunk);
         if (backpressure) await backpressure;
@@ -125,6 +134,7 @@ export class ChatService {
     // A client that left is charged for the prompt and what was produced until then: the input the upstream
     // reported so far by class (partial usage), else the gateway's own count.
     if (!signal.aborted) sink.finish();
+    recordAnswer(() => ({ choices: [{ message: { role: 'assistant', content: produced } }] }));
     this.charge(
       call,
       reservation,
@@ -159,19 +169,31 @@ export class ChatService {
     }
   }
 
-  private reserve({ accountId, requestId, key, chat }: ChatCall): Promise<Reservation> {
-    return this.billing.reserve({
-      accountId,
-      requestId,
-      key,
-      model: chat.model,
-      promptTokens: promptTokenBound(chat.passThrough?.body ?? chat.body, chat.model.context_window),
-      requestedMaxTokens: chat.maxTokens,
-      limitParam: chat.maxTokensParam,
-      choices: chat.choices,
-      priceOptions: chat.priceOptions,
-      serverTools: chat.serverTools,
-    });
+  private async reserve({ accountId, requestId, key, chat, rate }: ChatCall): Promise<Reservation> {
+    const promptTokens = promptTokenBound(chat.passThrough?.body ?? chat.body, chat.model.context_window);
+    // rpm and tpm (DESIGN.md 12.4), after the body's checks, before the hold: the tokens held are the hold's own
+    // bound (the prompt's, and the output limit of every choice), trued up at settlement, given back on failure.
+    const output = (chat.maxTokens ?? chat.model.max_output_tokens ?? 1) * chat.choices;
+    const tokens = rate ? await this.rateLimits.admit(rate.subject, promptTokens + output, rate.header) : null;
+    try {
+      return await this.billing.reserve({
+        accountId,
+        requestId,
+        key,
+        model: chat.model,
+        promptTokens,
+        requestedMaxTokens: chat.maxTokens,
+        limitParam: chat.maxTokensParam,
+        minOutputTokens: leastOutputTokens(chat.model, chat.passThrough),
+        choices: chat.choices,
+        priceOptions: chat.priceOptions,
+        serverTools: chat.serverTools,
+        tokens: tokens ?? undefined,
+      });
+    } catch (err) {
+      tokens?.settle(0);
+      throw err;
+    }
   }
 
   private upstreamBody(chat: ChatRequest, reservation: Reservation): ChatRequestBody {

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 import { CatalogEntry } from '../config/gateway-config.schema';
 import { ErrorCode, GatewayError } from '../errors';
 import { pricedOptions, pricedValues, refuseUnpricedBetas } from './price-options-check';
@@ -22,7 +23,7 @@ function entries(): { priced: CatalogEntry; flat: CatalogEntry } {
       },
       { id: 'flat', kind: 'chat', provider: 'local', upstream_model: 'dev-echo', ...PRICES },
     ],
-  });
+  }, PROVIDER_TYPES);
   const [priced, flat] = config.catalog;
   return { priced, flat };
 }

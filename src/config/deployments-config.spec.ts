@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, validateGatewayConfig } from './gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 
 type Raw = Record<string, any>;
 
@@ -31,7 +32,7 @@ function rawWithDeployments(edit: (model: Raw) => void = () => undefined): Raw {
 
 function problemsOf(edit: (model: Raw) => void): string {
   try {
-    validateGatewayConfig(rawWithDeployments(edit), 'gateway.yaml');
+    validateGatewayConfig(rawWithDeployments(edit), PROVIDER_TYPES, 'gateway.yaml');
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as Error).message;
@@ -41,7 +42,7 @@ function problemsOf(edit: (model: Raw) => void): string {
 
 describe('catalog deployments', () => {
   it('fills in weight, priority, retries, failure_threshold and cooldown_s, and makes the first deployment the primary', () => {
-    const [sut] = validateGatewayConfig(rawWithDeployments()).catalog;
+    const [sut] = validateGatewayConfig(rawWithDeployments(), PROVIDER_TYPES).catalog;
     expect(sut.deployments!.map(({ weight, priority }) => ({ weight, priority }))).toEqual([
       { weight: 3, priority: 0 },
       { weight: 1, priority: 0 },
@@ -54,14 +55,14 @@ describe('catalog deployments', () => {
     const [sut] = validateGatewayConfig(rawWithDeployments((m) => {
       delete m.deployments;
       Object.assign(m, { provider: 'vllm-a', upstream_model: 'llama' });
-    })).catalog;
+    }), PROVIDER_TYPES).catalog;
     expect(sut).toMatchObject({ provider: 'vllm-a', upstream_model: 'llama', retries: 2 });
     expect(sut.deployments).toBeUndefined();
   });
 
   it('accepts a configuration read back from a loaded one (provider/upstream_model filled in)', () => {
-    const loaded = JSON.parse(JSON.stringify(validateGatewayConfig(rawWithDeployments())));
-    expect(validateGatewayConfig(loaded).catalog[0].deployments).toHaveLength(3);
+    const loaded = JSON.parse(JSON.stringify(validateGatewayConfig(rawWithDeployments(), PROVIDER_TYPES)));
+    expect(validateGatewayConfig(loaded, PROVIDER_TYPES).catalog[0].deployments).toHaveLength(3);
   });
 
   it.each<[string, (m: Raw) => void, string]>([

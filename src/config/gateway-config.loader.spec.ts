@@ -1,47 +1,13 @@
 import 'reflect-metadata';
 import { join } from 'node:path';
 import { ConfigError, loadGatewayConfig, validateGatewayConfig } from './gateway-config.loader';
-import { LocalProviderConfig } from './gateway-config.schema';
+import { PROVIDER_TYPES } from '../providers/provider-types';
+import { problemsWith, Raw, validRaw } from './config-spec-support';
 
-type Raw = Record<string, any>;
-
-function validRaw(): Raw {
-  return {
-    providers: {
-      openai: { type: 'openai-compatible', base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' },
-      local: { type: 'local' },
-    },
-    catalog: [
-      {
-        id: 'gpt-4o-mini',
-        kind: 'chat',
-        provider: 'openai',
-        upstream_model: 'gpt-4o-mini',
-        input_price_per_million: 0.15,
-        output_price_per_million: 0.6,
-        max_output_tokens: 16384,
-      },
-      { id: 'whisper-large-v3', kind: 'transcription', provider: 'openai', upstream_model: 'whisper-1', active: true },
-      { id: 'tts-1', kind: 'speech', provider: 'openai', upstream_model: 'tts-1', voices: ['alloy', 'echo'] },
-    ],
-  };
-}
-
-function problemsOf(edit: (raw: Raw) => void): string {
-  const raw = validRaw();
-  edit(raw);
-  try {
-    validateGatewayConfig(raw, 'gateway.yaml');
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('the configuration was accepted');
-}
-
+const problemsOf = (edit: (raw: Raw) => void): string => problemsWith(PROVIDER_TYPES, edit);
 describe('validateGatewayConfig', () => {
   it('accepts the example of DESIGN.md section 3 and fills in the defaults', () => {
-    const sut = validateGatewayConfig(validRaw());
+    const sut = validateGatewayConfig(validRaw(), PROVIDER_TYPES);
     expect(sut.providers.openai.timeouts).toEqual({ connect_ms: 2000, request_ms: 60000 });
     expect(sut.limits).toMatchObject({
       chat_burst: { requests: 60, window_s: 10 },
@@ -53,7 +19,7 @@ describe('validateGatewayConfig', () => {
   });
 
   it('accepts the shipped config/gateway.yaml', () => {
-    const sut = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    const sut = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'), PROVIDER_TYPES);
     expect(sut.catalog.map((m) => m.id)).toEqual(expect.arrayContaining(['dev-echo']));
   });
 
@@ -92,17 +58,17 @@ describe('validateGatewayConfig', () => {
     const raw = validRaw();
     raw.catalog[0].aliases = ['gpt-4o-mini-2024-07-18', 'org/mini:latest'];
     raw.catalog[2].aliases = ['tts-1-hd'];
-    const sut = validateGatewayConfig(raw);
+    const sut = validateGatewayConfig(raw, PROVIDER_TYPES);
     expect(sut.catalog.map((m) => m.aliases)).toEqual([['gpt-4o-mini-2024-07-18', 'org/mini:latest'], undefined, ['tts-1-hd']]);
-    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'), PROVIDER_TYPES);
     expect(shipped.catalog.find((m) => m.id === 'local-tts')?.aliases).toEqual(['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
   });
 
   it("accepts alias patterns, and the shipped patterns of dev-echo (Claude Code's and Codex's default models)", () => {
     const raw = validRaw();
     raw.catalog[0].aliases = ['gpt-4o-mini-*', '*-mini', 'org/*:*', '*'];
-    expect(validateGatewayConfig(raw).catalog[0].aliases).toEqual(['gpt-4o-mini-*', '*-mini', 'org/*:*', '*']);
-    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'));
+    expect(validateGatewayConfig(raw, PROVIDER_TYPES).catalog[0].aliases).toEqual(['gpt-4o-mini-*', '*-mini', 'org/*:*', '*']);
+    const shipped = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'), PROVIDER_TYPES);
     expect(shipped.catalog.find((m) => m.id === 'dev-echo')?.aliases).toEqual(['claude-*', 'gpt-*-sol']);
   });
 
@@ -145,7 +111,7 @@ describe('validateGatewayConfig', () => {
       audio_input_price_per_million: 10,
       audio_output_price_per_million: 20,
     });
-    const [sut] = validateGatewayConfig(raw).catalog;
+    const [sut] = validateGatewayConfig(raw, PROVIDER_TYPES).catalog;
     expect(sut).toMatchObject({
       cached_input_price_per_million: 0.075,
       cache_write_price_per_million: 0.1875,
@@ -188,13 +154,13 @@ describe('validateGatewayConfig', () => {
 
   describe('the kinds each provider type serves', () => {
     // Every type serves every kind today: narrow one, as a chat-only type (DESIGN.md section 11) will be.
-    beforeEach(() => jest.replaceProperty(LocalProviderConfig, 'kinds', ['chat']));
+    beforeEach(() => jest.replaceProperty(PROVIDER_TYPES.local, 'kinds', ['chat']));
     afterEach(() => jest.restoreAllMocks());
 
     it('accepts an entry of a kind its provider serves', () => {
       const raw = validRaw();
       raw.catalog.push({ ...raw.catalog[0], id: 'echo', provider: 'local', upstream_model: 'dev-echo' });
-      expect(() => validateGatewayConfig(raw)).not.toThrow();
+      expect(() => validateGatewayConfig(raw, PROVIDER_TYPES)).not.toThrow();
     });
 
     it.each<[string, (raw: Raw) => void, string]>([
@@ -226,7 +192,7 @@ describe('validateGatewayConfig', () => {
       bedrock(raw, { base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com', session_token_env: 'AWS_TOKEN', max_connections: 8 });
       raw.providers.chain = { type: 'bedrock', region: 'eu-west-3' };
       raw.catalog.push({ ...raw.catalog[0], id: 'claude', provider: 'aws', upstream_model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', auto_cache: true });
-      expect(validateGatewayConfig(raw).providers.aws).toMatchObject({ type: 'bedrock', region: 'us-east-1', max_connections: 8, timeouts: { connect_ms: 2000, request_ms: 60000 } });
+      expect(validateGatewayConfig(raw, PROVIDER_TYPES).providers.aws).toMatchObject({ type: 'bedrock', region: 'us-east-1', max_connections: 8, timeouts: { connect_ms: 2000, request_ms: 60000 } });
     });
 
     it.each<[string, (raw: Raw) => void, string]>([
@@ -256,7 +222,7 @@ describe('validateGatewayConfig', () => {
       const raw = validRaw();
       withAzure({ output_limit_field: 'max_tokens' })(raw);
       for (const entry of raw.catalog) entry.provider = 'azure';
-      const sut = validateGatewayConfig(raw);
+      const sut = validateGatewayConfig(raw, PROVIDER_TYPES);
       expect(sut.providers.azure).toMatchObject({ type: 'azure-openai', api_version: '2024-10-21', max_connections: 256, output_limit_field: 'max_tokens' });
     });
 
@@ -289,37 +255,10 @@ describe('validateGatewayConfig', () => {
     ['nothing', null],
     ['providers as a list', { providers: ['openai'], catalog: [] }],
   ])('refuses a document that is %s', (_name, raw) => {
-    expect(() => validateGatewayConfig(raw, 'gateway.yaml')).toThrow(ConfigError);
+    expect(() => validateGatewayConfig(raw, PROVIDER_TYPES, 'gateway.yaml')).toThrow(ConfigError);
   });
 
   it('names the file when it cannot be read', () => {
-    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow(/\/nonexistent\/gateway\.yaml: cannot read YAML/);
-  });
-});
-
-describe('the gemini provider type', () => {
-  const withGemini = (edit: (raw: Raw) => void = () => undefined) => (raw: Raw) => {
-    raw.providers.gemini = { type: 'gemini', base_url: 'https://generativelanguage.googleapis.com', api_key_env: 'GEMINI_API_KEY' };
-    raw.catalog.push({ ...raw.catalog[0], id: 'gemini-flash', provider: 'gemini', upstream_model: 'gemini-2.5-flash' });
-    edit(raw);
-  };
-
-  it('accepts a chat model on a gemini provider, with the transport defaults', () => {
-    const raw = validRaw();
-    withGemini()(raw);
-    const sut = validateGatewayConfig(raw);
-    expect(sut.providers.gemini).toMatchObject({ type: 'gemini', max_connections: 256, timeouts: { connect_ms: 2000, request_ms: 60000 } });
-  });
-
-  it.each<[string, (raw: Raw) => void, string]>([
-    ['a transcription model on it', (r) => r.catalog.push({ id: 'gemini-stt', kind: 'transcription', provider: 'gemini', upstream_model: 'gemini-2.5-flash' }), 'catalog[4].provider: provider "gemini" is of type gemini, which serves chat models, not transcription'],
-    ['a speech deployment on it', (r) => {
-      const { provider: _p, upstream_model: _u, ...speech } = r.catalog[2];
-      r.catalog[2] = { ...speech, deployments: [{ provider: 'openai', upstream_model: 'tts-1' }, { provider: 'gemini', upstream_model: 'gemini-2.5-flash-preview-tts' }] };
-    }, 'catalog[2].deployments[1].provider: provider "gemini" is of type gemini, which serves chat models, not speech'],
-    ['no base_url', (r) => delete r.providers.gemini.base_url, 'providers.gemini.base_url'],
-    ['a key of another type (bedrock\'s region)', (r) => (r.providers.gemini.region = 'us-east-1'), 'providers.gemini.region: unknown key'],
-  ])('refuses %s at start, naming the field', (_name, edit, problem) => {
-    expect(problemsOf(withGemini(edit))).toContain(problem);
+    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml', PROVIDER_TYPES)).toThrow(/\/nonexistent\/gateway\.yaml: cannot read YAML/);
   });
 });

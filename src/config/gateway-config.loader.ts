@@ -9,10 +9,9 @@ import {
   GatewayConfig,
   MODEL_KINDS,
   ModelKind,
-  PROVIDER_CONFIGS,
-  ProviderConfig,
   ProviderConfigBase,
-  ProviderType,
+  ProviderConfigType,
+  ProviderConfigTypes,
 } from './gateway-config.schema';
 import { patternProblem } from './model-pattern';
 import { voiceProblems } from './voice-aliases';
@@ -21,8 +20,12 @@ export class ConfigError extends Error {}
 
 const WHICH_FILE = 'This is the catalog/provider file GATEWAY_CONFIG names (default config/gateway.yaml): fix it, or point GATEWAY_CONFIG at another.';
 
-/** Loads and validates the catalog/provider file; any problem names the offending field. */
-export function loadGatewayConfig(path: string): GatewayConfig {
+/**
+ * Loads and validates the catalog/provider file; any problem names the offending field. `types` are the provider
+ * types the gateway serves (providers/provider-types.ts), handed over by the caller: configuration sits below the
+ * providers and never imports them.
+ */
+export function loadGatewayConfig(path: string, types: ProviderConfigTypes): GatewayConfig {
   let raw: unknown;
   try {
     raw = parse(readFileSync(path, 'utf8'));
@@ -31,13 +34,13 @@ export function loadGatewayConfig(path: string): GatewayConfig {
     throw new ConfigError(`${path}: cannot read YAML: ${reason}. ${WHICH_FILE}`);
   }
   try {
-    return validateGatewayConfig(raw, path);
+    return validateGatewayConfig(raw, types, path);
   } catch (err) {
     throw err instanceof ConfigError ? new ConfigError(`${err.message}\n${WHICH_FILE}`) : err;
   }
 }
 
-export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayConfig {
+export function validateGatewayConfig(raw: unknown, types: ProviderConfigTypes, source = 'config'): GatewayConfig {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`${source}: the file must be a YAML mapping with providers and catalog`);
   }
@@ -47,14 +50,11 @@ export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayC
     throw new ConfigError(`${source}: providers must be a mapping of provider name to settings`);
   }
   const config = plainToInstance(GatewayConfig, plain, { exposeDefaultValues: true });
-  config.providers = Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, providerConfig(p)]));
-  // Unknown keys are refused so that a misspelt optional key cannot silently fall back to its default.
-  const strict = { whitelist: true, forbidNonWhitelisted: true };
+  config.providers = Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, providerConfig(p, types)]));
   const problems = [
-    ...flatten(validateSync(config, strict), ''),
-    // A provider of an unknown type has no keys to check: its type is the problem.
-    ...Object.entries(config.providers).flatMap(([name, p]) => flatten(validateSync(p, isKnownType(p.type) ? strict : {}), `providers.${name}`)),
-    ...crossCheck(config),
+    ...flatten(validateSync(config, STRICT), ''),
+    ...Object.entries(config.providers).flatMap(([name, p]) => providerProblems(p, types, `providers.${name}`)),
+    ...crossCheck(config, types),
   ];
   if (problems.length > 0) {
     throw new ConfigError(`${source}: invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -62,15 +62,24 @@ export function validateGatewayConfig(raw: unknown, source = 'config'): GatewayC
   return config;
 }
 
+/** Unknown keys are refused so that a misspelt optional key cannot silently fall back to its default. */
+const STRICT = { whitelist: true, forbidNonWhitelisted: true };
+
 /** A provider's settings as its type's config class (the base class for an unknown type, which then fails on its type). */
-function providerConfig(raw: unknown): ProviderConfig {
-  const type = (raw as { type?: unknown } | null)?.type;
-  const configClass = isKnownType(type) ? PROVIDER_CONFIGS[type] : ProviderConfigBase;
-  return plainToInstance(configClass, raw, { exposeDefaultValues: true }) as ProviderConfig;
+function providerConfig(raw: unknown, types: ProviderConfigTypes): ProviderConfigBase {
+  const configClass = typeNamed((raw as { type?: unknown } | null)?.type, types)?.config ?? ProviderConfigBase;
+  return plainToInstance(configClass, raw, { exposeDefaultValues: true });
 }
 
-function isKnownType(type: unknown): type is ProviderType {
-  return typeof type === 'string' && Object.hasOwn(PROVIDER_CONFIGS, type);
+function typeNamed(type: unknown, types: ProviderConfigTypes): ProviderConfigType | undefined {
+  return typeof type === 'string' && Object.hasOwn(types, type) ? types[type] : undefined;
+}
+
+/** A provider's keys, checked by its type's class; a provider of an unknown type has no keys to check: its type is the problem. */
+function providerProblems(p: ProviderConfigBase, types: ProviderConfigTypes, field: string): string[] {
+  if (typeNamed(p.type, types)) return flatten(validateSync(p, STRICT), field);
+  const typeProblem = `${field}.type: must be one of the following values: ${Object.keys(types).join(', ')} (got ${JSON.stringify(p.type)})`;
+  return [typeProblem, ...flatten(validateSync(p), field)];
 }
 
 function flatten(errors: ValidationError[], parent: string): string[] {
@@ -84,12 +93,18 @@ function flatten(errors: ValidationError[], parent: string): string[] {
 }
 
 /** A provider that exists, of a type that serves the model's kind, and (local chat) a model it serves. */
-function upstreamProblems(kind: ModelKind, upstream: { provider: string; upstream_model: string }, config: GatewayConfig, field: string): string[] {
+function upstreamProblems(
+  kind: ModelKind,
+  upstream: { provider: string; upstream_model: string },
+  config: GatewayConfig,
+  types: ProviderConfigTypes,
+  field: string,
+): string[] {
   if (upstream.provider && !config.providers[upstream.provider]) return [`${field}.provider: unknown provider "${upstream.provider}"`];
   const type = config.providers[upstream.provider]?.type;
-  if (isKnownType(type) && MODEL_KINDS.includes(kind) && !PROVIDER_CONFIGS[type].kinds.includes(kind)) {
-    const served = PROVIDER_CONFIGS[type].kinds.join(', ');
-    return [`${field}.provider: provider "${upstream.provider}" is of type ${type}, which serves ${served} models, not ${kind}`];
+  const served = typeNamed(type, types)?.kinds;
+  if (served && MODEL_KINDS.includes(kind) && !served.includes(kind)) {
+    return [`${field}.provider: provider "${upstream.provider}" is of type ${type}, which serves ${served.join(', ')} models, not ${kind}`];
   }
   if (kind === 'chat' && config.providers[upstream.provider]?.type === 'local' && upstream.upstream_model !== 'dev-echo') {
     return [`${field}.upstream_model: the local provider's only chat model is "dev-echo"`];
@@ -102,7 +117,7 @@ function upstreamProblems(kind: ModelKind, upstream: { provider: string; upstrea
  * first deployment's (its owner in /v1/models). Both forms at once are refused, unless they agree (a
  * configuration read back from a loaded one).
  */
-function deploymentProblems(m: CatalogEntry, config: GatewayConfig, field: string): string[] {
+function deploymentProblems(m: CatalogEntry, config: GatewayConfig, types: ProviderConfigTypes, field: string): string[] {
   const deployments = m.deployments!.filter((d) => d instanceof DeploymentConfig);
   const primary = deployments[0];
   if (!primary) return [];
@@ -118,12 +133,12 @@ function deploymentProblems(m: CatalogEntry, config: GatewayConfig, field: strin
     const name = deploymentName(d);
     if (seen.has(name)) problems.push(`${at}: the same provider and upstream_model twice ("${name}")`);
     seen.add(name);
-    problems.push(...upstreamProblems(m.kind, d, config, at));
+    problems.push(...upstreamProblems(m.kind, d, config, types, at));
   });
   return problems;
 }
 
-function crossCheck(config: GatewayConfig): string[] {
+function crossCheck(config: GatewayConfig, types: ProviderConfigTypes): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   config.catalog.forEach((m: CatalogEntry, i) => {
@@ -131,14 +146,15 @@ function crossCheck(config: GatewayConfig): string[] {
     if (seen.has(m.id)) problems.push(`catalog[${i}].id: duplicate id "${m.id}"`);
     seen.add(m.id);
     if (Array.isArray(m.deployments)) {
-      problems.push(...deploymentProblems(m, config, `catalog[${i}]`));
+      problems.push(...deploymentProblems(m, config, types, `catalog[${i}]`));
     } else {
-      problems.push(...upstreamProblems(m.kind, m, config, `catalog[${i}]`));
+      problems.push(...upstreamProblems(m.kind, m, config, types, `catalog[${i}]`));
     }
     // Any deployment may serve a request: a local one among them needs the voices its engine speaks.
     const upstreams: { provider: string }[] = Array.isArray(m.deployments) ? m.deployments : [m];
     const localEngine = upstreams.some((u) => config.providers[u.provider]?.type === 'local');
     problems.push(...voiceProblems(m, localEngine, `catalog[${i}]`));
+    problems.push(...upstreamApiProblems(m, upstreams, config, `catalog[${i}]`));
   });
   problems.push(...aliasProblems(config.catalog));
   const activeTranscription = config.catalog.filter((m) => m.kind === 'transcription' && m.active);
@@ -147,6 +163,16 @@ function crossCheck(config: GatewayConfig): string[] {
     problems.push(`catalog: exactly one transcription model must have active: true (found ${activeTranscription.length})`);
   }
   return problems;
+}
+
+/** `upstream_api: responses`: only OpenAI's own platform serves its Responses API, so every deployment must be `openai`. */
+function upstreamApiProblems(m: CatalogEntry, upstreams: { provider: string }[], config: GatewayConfig, field: string): string[] {
+  if (m.upstream_api !== 'responses') return [];
+  if (m.kind !== 'chat') return [`${field}.upstream_api: "responses" is for chat models, not ${m.kind}`];
+  const other = upstreams.find((u) => config.providers[u.provider] && config.providers[u.provider].type !== 'openai');
+  if (!other) return [];
+  const type = config.providers[other.provider].type;
+  return [`${field}.upstream_api: "responses" needs every deployment on a provider of type openai, and provider "${other.provider}" is of type ${type}`];
 }
 
 /**

@@ -20,9 +20,15 @@ import {
 } from 'class-validator';
 import { ExactPrice } from './exact-price';
 import { PriceSheetFields } from './price-variants.schema';
-import { MODEL_KINDS, ModelKind, SPEECH_FORMATS, SpeechFormat, ProviderConfig } from './provider-configs.schema';
+import { RateLimitsConfig } from './rate-limits.schema';
+import { WebhookConfig, WebhookDeliveryConfig } from './webhooks.schema';
+import { MODEL_KINDS, ModelKind, ProviderConfigBase, SPEECH_FORMATS, SpeechFormat } from './provider-configs.schema';
 
 export * from './provider-configs.schema';
+
+/** The APIs a chat model may be reached on upstream (`upstream_api`). */
+export const UPSTREAM_APIS = ['chat', 'responses'] as const;
+export type UpstreamApi = (typeof UPSTREAM_APIS)[number];
 
 /** One upstream serving a catalog model, when the model lists several (docs/configuration.md, "deployments"). */
 export class DeploymentConfig {
@@ -86,6 +92,11 @@ export class CatalogEntry extends PriceSheetFields {
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_input_price_per_million?: number;
   @ValidateIf(isGiven) @IsNumber() @Min(0) @ExactPrice() audio_output_price_per_million?: number;
   @ValidateIf((m: CatalogEntry) => m.kind === 'chat') @IsInt() @Min(1) max_output_tokens?: number;
+  /**
+   * The upstream API a chat model is reached on (DESIGN.md section 12): `chat` (chat completions), or `responses` for
+   * the models OpenAI serves only on /v1/responses; `responses` needs every deployment on an `openai` provider (the loader).
+   */
+  @IsOptional() @IsIn(UPSTREAM_APIS) upstream_api?: UpstreamApi;
   /** Anthropic and Bedrock: cache breakpoints added to requests that carry none (DESIGN.md section 11). */
   @IsOptional() @IsBoolean() auto_cache?: boolean;
   /** Upper bound of the model's context, used to bound the prompt estimate. */
@@ -160,10 +171,15 @@ export class IdempotencyConfig {
 }
 
 export class GatewayConfig {
-  @IsObject() providers: Record<string, ProviderConfig>;
+  /** Each an instance of its type's config class (the loader's), which the provider of that type reads. */
+  @IsObject() providers: Record<string, ProviderConfigBase>;
   @IsArray() @ArrayMinSize(1) @ValidateNested({ each: true }) @Type(() => CatalogEntry) catalog: CatalogEntry[];
   @ValidateNested() @Type(() => LimitsConfig) limits: LimitsConfig = new LimitsConfig();
   @ValidateNested() @Type(() => FairUseConfig) fair_use: FairUseConfig = new FairUseConfig();
   @ValidateNested() @Type(() => BillingConfig) billing: BillingConfig = new BillingConfig();
   @ValidateNested() @Type(() => IdempotencyConfig) idempotency: IdempotencyConfig = new IdempotencyConfig();
+  @ValidateNested() @Type(() => RateLimitsConfig) rate_limits: RateLimitsConfig = new RateLimitsConfig();
+  /** Receivers of alerts (DESIGN.md 12.4); none: events are kept in the outbox, not sent. */
+  @IsArray() @ValidateNested({ each: true }) @Type(() => WebhookConfig) webhooks: WebhookConfig[] = [];
+  @ValidateNested() @Type(() => WebhookDeliveryConfig) webhook_delivery: WebhookDeliveryConfig = new WebhookDeliveryConfig();
 }

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { validateGatewayConfig, ConfigError } from './gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 
 type Raw = Record<string, any>;
 
@@ -13,7 +14,7 @@ function withSheet(sheet: Raw): Raw {
 
 function problemsOf(sheet: Raw): string {
   try {
-    validateGatewayConfig(withSheet(sheet), 'gateway.yaml');
+    validateGatewayConfig(withSheet(sheet), PROVIDER_TYPES, 'gateway.yaml');
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as Error).message;
@@ -33,7 +34,7 @@ describe('price variants and tool fees in the catalog (DESIGN.md section 12.2)',
           { when: { inference_geo: 'us' }, multiplier: 1.1 },
         ],
         tool_fees: { web_search: 0.01, web_fetch: 0 },
-      }),
+      }), PROVIDER_TYPES,
     );
     expect(config.catalog[0].price_variants).toHaveLength(5);
     expect(config.catalog[0].tool_hold_uses).toBe(10);

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { join } from 'node:path';
 import { ConfigError, loadGatewayConfig, validateGatewayConfig } from './gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 
 type Raw = Record<string, any>;
 
@@ -18,7 +19,7 @@ function rawWithSpeech(speech: Raw): Raw {
 
 /** The ConfigError's message for `raw` (failing the test when the configuration is accepted). */
 function problemsOf(raw: Raw): string {
-  const thrown = attempt(() => validateGatewayConfig(raw, 'gateway.yaml'));
+  const thrown = attempt(() => validateGatewayConfig(raw, PROVIDER_TYPES, 'gateway.yaml'));
   expect(thrown).toBeInstanceOf(ConfigError);
   return (thrown as ConfigError).message;
 }
@@ -34,7 +35,7 @@ function attempt(action: () => unknown): unknown {
 
 describe('voice_aliases in the catalog', () => {
   it('maps every OpenAI voice name of the shipped local-tts onto one of its own voices, all different', () => {
-    const sut = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml')).catalog.find((m) => m.id === 'local-tts')!;
+    const sut = loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'), PROVIDER_TYPES).catalog.find((m) => m.id === 'local-tts')!;
     expect(Object.keys(sut.voice_aliases!).sort()).toEqual(OPENAI_VOICES);
     const targets = Object.values(sut.voice_aliases!);
     expect(new Set(targets).size).toBe(OPENAI_VOICES.length);
@@ -43,8 +44,8 @@ describe('voice_aliases in the catalog', () => {
   });
 
   it('accepts aliases onto the own voices, and aliases onto any voice for a model that lists none', () => {
-    expect(validateGatewayConfig(rawWithSpeech({ voice_aliases: { alloy: 'warm', onyx: 'deep' } })).catalog[0].voice_aliases).toEqual({ alloy: 'warm', onyx: 'deep' });
-    expect(() => validateGatewayConfig(rawWithSpeech({ voices: undefined, voice_aliases: { alloy: 'anything' } }))).not.toThrow();
+    expect(validateGatewayConfig(rawWithSpeech({ voice_aliases: { alloy: 'warm', onyx: 'deep' } }), PROVIDER_TYPES).catalog[0].voice_aliases).toEqual({ alloy: 'warm', onyx: 'deep' });
+    expect(() => validateGatewayConfig(rawWithSpeech({ voices: undefined, voice_aliases: { alloy: 'anything' } }), PROVIDER_TYPES)).not.toThrow();
   });
 
   it.each<[string, Raw, string]>([

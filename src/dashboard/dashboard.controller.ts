@@ -19,9 +19,16 @@ const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
   "form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
+// The usage view's request, with its key's name and prefix: two keys of one name are told apart by their prefix.
+const dashboardRequest = object({
+  ...usageRequest.properties,
+  key_name: { type: 'string', nullable: true, description: "The key's name (null: it has none)" },
+  key_prefix: { type: 'string', description: "The key's display prefix (sk-gw-…)" },
+});
+
 const requestsPage = object({
   object: { type: 'string', enum: ['list'] },
-  data: { type: 'array', items: usageRequest },
+  data: { type: 'array', items: dashboardRequest },
   has_more: { type: 'boolean' },
 });
 
@@ -63,7 +70,7 @@ export class DashboardController {
   @Get('api/accounts/:id/requests')
   @ApiRoute({
     tag: 'dashboard',
-    summary: "One page of an account's requests in the period, newest first",
+    summary: "One page of an account's requests in the period, newest first; the filters given narrow it, and keep paging with after",
     auth: 'admin_token',
     errors: [ErrorCode.InvalidRequest, ErrorCode.NotFound],
     success: jsonAnswer(200, 'A page of requests', requestsPage),
@@ -71,7 +78,16 @@ export class DashboardController {
   @UseGuards(AdminTokenGuard)
   requests(@Param('id', UuidOrNotFoundPipe) id: string, @Query() query: LatestRequestsQueryDto) {
     const page = { after: query.after, limit: query.limit === undefined ? undefined : Number(query.limit) };
-    return this.dashboard.requests(id, usagePeriod(query.from, query.to), page);
+    const filters = {
+      status: query.status,
+      code: query.code,
+      keyId: query.key_id,
+      model: query.model,
+      endpoint: query.endpoint,
+      streamed: query.streamed === undefined ? undefined : query.streamed === 'true',
+      requestId: query.request_id,
+    };
+    return this.dashboard.requests(id, usagePeriod(query.from, query.to), page, filters);
   }
 
   private send(res: GatewayReply, asset: DashboardAsset): void {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AccountsService } from '../billing/accounts.service';
-import { LATEST_LIMIT, LatestPageQuery, UsagePeriod, UsageReportService } from '../usage/usage-report.service';
+import { LATEST_LIMIT, LatestFilters, LatestPageQuery, UsagePeriod, UsageReportService } from '../usage/usage-report.service';
 
 export interface AccountListItem {
   id: string;
@@ -33,9 +33,12 @@ export class DashboardService {
     return rows.map((r) => ({ id: r.id, name: r.name, created_at: r.created_at.toISOString() }));
   }
 
-  /** One page of an account's requests in the period, newest first ("Load more" under the latest requests). */
-  async requests(accountId: string, period: UsagePeriod, page: Partial<LatestPageQuery>) {
+  /**
+   * One page of an account's requests in the period, newest first, narrowed by `filters` ("Latest requests" and its
+   * "Load more"), each with its key's name and prefix.
+   */
+  async requests(accountId: string, period: UsagePeriod, page: Partial<LatestPageQuery>, filters: LatestFilters = {}) {
     await this.accounts.findOrFail(accountId);
-    return this.usage.latestPage(accountId, period, { after: page.after, limit: page.limit ?? LATEST_LIMIT });
+    return this.usage.latestPage(accountId, period, { after: page.after, limit: page.limit ?? LATEST_LIMIT }, filters, true);
   }
 }

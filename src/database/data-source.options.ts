@@ -23,16 +23,23 @@ export function dataSourceOptions(url: string): PostgresDataSourceOptions {
 
 /**
  * The app's TypeORM pool: `poolMax` connections with the request-path timeouts. Migrations are not
- * run on it (runMigrations does, first), so the statement timeout never cuts one.
+ * run on it (runMigrations does, first), so the statement timeout never cuts one. `isOpen` says whether
+ * the pool is still in use (its DataSource not destroyed).
  */
-export function gatewayDataSourceOptions(url: string, poolMax: number): PostgresDataSourceOptions {
+export function gatewayDataSourceOptions(url: string, poolMax: number, isOpen: () => boolean): PostgresDataSourceOptions {
   const logger = new Logger('DatabasePool');
   return {
     ...dataSourceOptions(url),
     migrationsRun: false,
     extra: { max: poolMax, ...requestPathTimeouts() },
-    // An idle connection that dies (server restart, pg_terminate_backend) is dropped and replaced on demand.
-    poolErrorHandler: (err: Error) => logger.warn(`An idle database connection failed and was dropped: ${err.message}`),
+    // An idle connection that dies (server restart, pg_terminate_backend) is dropped and replaced on demand. Once
+    // the pool is closed (a stop, a failed start), pg-pool has let go of connections whose end the server has not
+    // yet seen: the embedded server, stopped next, ends them, which is expected and not a warning.
+    poolErrorHandler: (err: Error) => {
+      const line = `An idle database connection failed and was dropped: ${err.message}`;
+      if (isOpen()) logger.warn(line);
+      else logger.debug(`${line} (the pool was closed)`);
+    },
   };
 }
 

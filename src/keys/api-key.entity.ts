@@ -18,4 +18,7 @@ export class ApiKey {
   @Column('text', { array: true, nullable: true }) models: string[] | null;
   /** The month spend and limit this key counts against: a rotated key's successor shares it. */
   @Column('uuid', { name: 'budget_id' }) budgetId: string;
+  /** Requests and tokens per minute of its own (DESIGN.md 12.4); null: the config's default (`rate_limits`). */
+  @Column('integer', { nullable: true }) rpm: number | null;
+  @Column('integer', { nullable: true }) tpm: number | null;
 }

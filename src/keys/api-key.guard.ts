@@ -24,7 +24,7 @@ export class ApiKeyGuard implements CanActivate {
     const acceptsXApiKey = this.reflector.getAllAndOverride<boolean>(ACCEPTS_X_API_KEY, [context.getHandler(), context.getClass()]) === true;
     const auth = await this.keys.authenticate(presentedKey(req, acceptsXApiKey));
     if (!auth) throw invalidKey('Invalid API key: it is malformed, unknown or revoked.');
-    req.auth = { accountId: auth.accountId, keyId: auth.keyId, budgetId: auth.budgetId, limited: auth.limited, models: auth.models };
+    req.auth = { accountId: auth.accountId, keyId: auth.keyId, budgetId: auth.budgetId, limited: auth.limited, models: auth.models, rateLimits: auth.rateLimits };
     return true;
   }
 }

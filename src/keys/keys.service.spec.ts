@@ -1,5 +1,6 @@
 import { Repository } from 'typeorm';
 import { ApiKey } from './api-key.entity';
+import { KEY_LOOKUP, KeyRow } from './cached-key';
 import { generateApiKey, hashApiKey } from './key-format';
 import { KeysService } from './keys.service';
 
@@ -12,11 +13,22 @@ function deferred<T>() {
 describe(KeysService.name, () => {
   const key = generateApiKey();
   const row = { id: 'key-1', accountId: 'acc-1', keyHash: hashApiKey(key), revokedAt: null } as ApiKey;
+  const lookedUp = { id: 'key-1', account_id: 'acc-1', budget_id: 'key-1', monthly_limit_micros: null, expires_at: null, models: null, rpm: null, tpm: 5, account_rpm: 7, account_tpm: null } as KeyRow;
   let repo: { findOne: jest.Mock; query: jest.Mock; findOneByOrFail: jest.Mock };
   let sut: KeysService;
 
+  /** The look-ups (KEY_LOOKUP) answered by `findOne` (a row or null), every other statement by `others`. */
+  function answerQueries(others: (sql: string) => unknown = () => []): void {
+    repo.query.mockImplementation(async (sql: string, params: unknown[]) => {
+      if (sql !== KEY_LOOKUP) return others(sql);
+      const found = await repo.findOne(params);
+      return found ? [found] : [];
+    });
+  }
+
   beforeEach(() => {
     repo = { findOne: jest.fn(), query: jest.fn(), findOneByOrFail: jest.fn() };
+    answerQueries();
     // The LISTEN connection (onModuleInit) is not opened: revocation notices are exercised through revoke().
     sut = new KeysService(repo as unknown as Repository<ApiKey>, 'postgres://unused');
   });
@@ -30,8 +42,8 @@ describe(KeysService.name, () => {
   });
 
   it('looks a key up by its SHA-256 once, then serves it from the cache', async () => {
-    repo.findOne.mockResolvedValue(row);
-    await expect(sut.authenticate(key)).resolves.toMatchObject({ accountId: 'acc-1', keyId: 'key-1' });
+    repo.findOne.mockResolvedValue(lookedUp);
+    await expect(sut.authenticate(key)).resolves.toMatchObject({ accountId: 'acc-1', keyId: 'key-1', rateLimits: { key: { rpm: null, tpm: 5 }, account: { rpm: 7, tpm: null } } });
     await expect(sut.authenticate(key)).resolves.toMatchObject({ accountId: 'acc-1', keyId: 'key-1' });
     expect(repo.findOne).toHaveBeenCalledTimes(1);
     expect(JSON.stringify(repo.findOne.mock.calls[0])).toContain(hashApiKey(key));
@@ -39,14 +51,14 @@ describe(KeysService.name, () => {
   });
 
   it('does not cache a look-up that was under way when the key was revoked', async () => {
-    const lookup = deferred<ApiKey | null>();
+    const lookup = deferred<KeyRow | null>();
     repo.findOne.mockReturnValueOnce(lookup.promise).mockResolvedValue(null);
-    repo.query.mockImplementation(async (sql: string) => (sql.startsWith('UPDATE') ? [[{ key_hash: row.keyHash }], 1] : []));
+    answerQueries((sql) => (sql.startsWith('UPDATE') ? [[{ key_hash: row.keyHash }], 1] : []));
     repo.findOneByOrFail.mockResolvedValue({ ...row, revokedAt: new Date() });
 
     const racing = sut.authenticate(key);
     await sut.revoke('key-1');
-    lookup.resolve(row); // the row as it was read before the revocation committed
+    lookup.resolve(lookedUp); // the row as it was read before the revocation committed
     await expect(racing).resolves.toMatchObject({ keyId: 'key-1' });
 
     await expect(sut.authenticate(key)).resolves.toBeNull();
@@ -54,8 +66,8 @@ describe(KeysService.name, () => {
   });
 
   it('drops a cached key when it is revoked and tells the other replicas', async () => {
-    repo.findOne.mockResolvedValueOnce(row).mockResolvedValue(null);
-    repo.query.mockImplementation(async (sql: string) => (sql.startsWith('UPDATE') ? [[{ key_hash: row.keyHash }], 1] : []));
+    repo.findOne.mockResolvedValueOnce(lookedUp).mockResolvedValue(null);
+    answerQueries((sql) => (sql.startsWith('UPDATE') ? [[{ key_hash: row.keyHash }], 1] : []));
     repo.findOneByOrFail.mockResolvedValue({ ...row, revokedAt: new Date() });
     await sut.authenticate(key);
 

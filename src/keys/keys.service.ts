@@ -1,17 +1,13 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, IsNull, Repository } from 'typeorm';
+import { EntityManager, Repository } from 'typeorm';
 import { DATABASE_URL } from '../config/config.tokens';
 import { AuthContext } from '../common/http/gateway-request';
 import { ApiKey } from './api-key.entity';
+import { CachedKey, cachedKey, KEY_LOOKUP, KeyRow, usable } from './cached-key';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './key-format';
 import { CREATION_CHANNEL, KeyNotices, REVOCATION_CHANNEL } from './key-notices';
 import { UnknownKeys } from './unknown-keys';
-
-/** A cached key as a request sees it; null once the key has expired (checked at every use, so on every replica at once). */
-function usable(entry: CachedKey): AuthContext | null {
-  return entry.keyExpiresAt !== null && entry.keyExpiresAt <= Date.now() ? null : entry;
-}
 
 /** Safety net should a revocation notice be missed while the listener reconnects. */
 const CACHE_TTL_MS = 60_000;
@@ -22,12 +18,6 @@ export const UNKNOWN_KEYS_MAX = 10_000;
 
 /** Statements run in a new key's transaction, given the key in clear: they commit with the key or not at all. */
 export type Alongside = (tx: EntityManager, key: string) => Promise<unknown>;
-
-interface CachedKey extends AuthContext {
-  expiresAt: number;
-  /** When the key itself expires (ms since the epoch), checked at every use; null: never. */
-  keyExpiresAt: number | null;
-}
 
 /** A key row with the full key, shown only in the answer that created it. */
 export interface CreatedKey {
@@ -41,6 +31,9 @@ export interface KeyControls {
   monthlyLimitMicros?: bigint | null;
   expiresAt?: Date | null;
   models?: string[] | null;
+  /** Requests and tokens per minute of the key's budget (DESIGN.md 12.4); null: the config's default. */
+  rpm?: number | null;
+  tpm?: number | null;
 }
 
 @Injectable()
@@ -112,22 +105,14 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private async readKey(hash: string): Promise<CachedKey | null> {
     const generation = this.invalidations;
     const creationsBefore = this.creations;
-    const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
+    const [row]: KeyRow[] = await this.keys.query(KEY_LOOKUP, [hash]);
     if (!row) {
       this.cache.delete(hash);
       // Only while listening: a creation made while the listener is down would not be heard.
       if (this.notices.listening && creationsBefore === this.creations) this.unknown.add(hash);
       return null;
     }
-    const entry: CachedKey = {
-      accountId: row.accountId,
-      keyId: row.id,
-      budgetId: row.budgetId,
-      limited: row.monthlyLimitMicros !== null,
-      models: row.models,
-      expiresAt: Date.now() + CACHE_TTL_MS,
-      keyExpiresAt: row.expiresAt?.getTime() ?? null,
-    };
+    const entry = cachedKey(row, Date.now() + CACHE_TTL_MS);
     // A revocation noticed while the row was read may be this key's: the row may predate it.
     if (generation === this.invalidations) this.cache.set(hash, entry);
     return entry;
@@ -142,6 +127,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         monthlyLimitMicros: controls.monthlyLimitMicros?.toString() ?? null,
         expiresAt: controls.expiresAt ?? null,
         models: controls.models ?? null,
+        rpm: controls.rpm ?? null,
+        tpm: controls.tpm ?? null,
       },
       alongside,
     );
@@ -162,10 +149,17 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       if (controls.expiresAt !== undefined) set('expires_at', controls.expiresAt);
       if (controls.models !== undefined) set('models', controls.models);
       if (sets.length > 0) await tx.query(`UPDATE api_keys SET ${sets.join(', ')} WHERE id = $1`, values);
-      if (controls.monthlyLimitMicros === undefined) return [row.key_hash as string];
+      // The budget's own controls: the limit and the rates, shared with the key it was rotated from (or to).
+      const budgetSets: string[] = [];
+      const budgetValues: unknown[] = [row.budget_id];
+      const setForBudget = (column: string, value: unknown) => budgetSets.push(`${column} = $${budgetValues.push(value)}`);
+      if (controls.monthlyLimitMicros !== undefined) setForBudget('monthly_limit_micros', controls.monthlyLimitMicros?.toString() ?? null);
+      if (controls.rpm !== undefined) setForBudget('rpm', controls.rpm);
+      if (controls.tpm !== undefined) setForBudget('tpm', controls.tpm);
+      if (budgetSets.length === 0) return [row.key_hash as string];
       const [budgetKeys]: [Array<{ key_hash: string }>, number] = await tx.query(
-        `UPDATE api_keys SET monthly_limit_micros = $2 WHERE budget_id = $1 RETURNING key_hash`,
-        [row.budget_id, controls.monthlyLimitMicros?.toString() ?? null],
+        `UPDATE api_keys SET ${budgetSets.join(', ')} WHERE budget_id = $1 RETURNING key_hash`,
+        budgetValues,
       );
       return budgetKeys.map((k) => k.key_hash);
     });
@@ -189,6 +183,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         monthlyLimitMicros: old.monthly_limit_micros,
         expiresAt: old.expires_at,
         models: old.models,
+        rpm: old.rpm,
+        tpm: old.tpm,
         budgetId: old.budget_id,
       },
       (tx) =>
@@ -208,6 +204,30 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       [budgetIds, month],
     );
     return new Map(rows.map((r) => [r.budget_id, BigInt(r.spend_micros)]));
+  }
+
+  /**
+   * Key id → the id of the key it was rotated to. A rotation adds a key to its predecessor's budget, so within a
+   * budget each key's successor is the next one created.
+   */
+  async successors(budgetIds: string[]): Promise<Map<string, string>> {
+    const rows: Array<{ id: string; next_id: string }> = await this.keys.query(
+      `SELECT id, next_id FROM (
+         SELECT id, lead(id) OVER (PARTITION BY budget_id ORDER BY created_at, id) AS next_id FROM api_keys WHERE budget_id = ANY($1::uuid[])
+       ) chain WHERE next_id IS NOT NULL`,
+      [budgetIds],
+    );
+    return new Map(rows.map((r) => [r.id, r.next_id]));
+  }
+
+  /** Every replica reads the account's keys again (their account's rate limits changed); after the change has committed. */
+  async forgetAccount(accountId: string): Promise<void> {
+    // One statement whatever the number of keys: each notice is the revocation's (the key is read again on its next use).
+    const rows: Array<{ key_hash: string }> = await this.keys.query(
+      `SELECT key_hash, pg_notify($2, key_hash) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL`,
+      [accountId, REVOCATION_CHANNEL],
+    );
+    for (const row of rows) this.forget(row.key_hash);
   }
 
   list(accountId: string): Promise<ApiKey[]> {

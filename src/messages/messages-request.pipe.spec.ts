@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 import { ErrorCode, GatewayError } from '../errors';
 import { CatalogService } from '../models/catalog.service';
 import { MessagesRequestPipe } from './messages-request.pipe';
@@ -24,7 +25,7 @@ function pipe(): MessagesRequestPipe {
       { id: 'mixed', deployments: [{ provider: 'claude', upstream_model: 'claude-opus-4-8' }, { provider: 'local', upstream_model: 'dev-echo' }], ...PRICED },
       { id: 'flat', provider: 'claude', upstream_model: 'claude-opus-4-8', ...PRICED, price_variants: undefined },
     ],
-  });
+  }, PROVIDER_TYPES);
   return new MessagesRequestPipe(new CatalogService(config), config);
 }
 

@@ -20,7 +20,9 @@ import { asGatewayError } from '../providers/upstream-failure';
 import { UpstreamRouter } from '../routing/upstream-router';
 import { PassThrough } from '../providers/upstream-provider';
 import { abortOnClientClose } from '../common/http/client-abort';
-import { messageFromCompletion } from './message-body';
+import { emptyUsage, messageOfCompletion } from '../providers/anthropic/completion-to-message';
+import type { MessagesRequestBody } from '../providers/anthropic/messages-wire';
+import { messageUsage } from './message-usage';
 import { MessageEventStream } from './message-event-stream';
 import { promptTokens } from './message-tokens';
 import { CountTokensRequest, CountTokensRequestPipe, MessagesRequest, MessagesRequestPipe } from './messages-request.pipe';
@@ -67,7 +69,7 @@ export class MessagesController {
     const call = chatCall('/v1/messages', req, res.raw, meter, chat);
     this.ignoredParams.report('/v1/messages', res.raw, ignored);
     if (chat.stream) {
-      const prompt = await promptTokens(chat.body.messages, chat.body.tools as unknown[] | undefined);
+      const prompt = await promptTokens(chat.body.messages, chat.body.tools);
       const onMalformed = (calls: number) =>
         this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, calls, 'relayed as sent (streamed input_json_delta)');
       return this.chat.stream(call, new MessageEventStream(new SseWriter(res.raw), chat.model.id, prompt, onMalformed));
@@ -82,7 +84,7 @@ export class MessagesController {
       res.code(200).send({ ...native, model: chat.model.id, usage });
       return answer.charge();
     }
-    const { message, malformedToolCalls } = messageFromCompletion(chat.model.id, answer.body);
+    const { message, malformedToolCalls } = messageOfCompletion(chat.model.id, answer.body, messageUsage(answer.body.usage) ?? emptyUsage());
     res.code(200).send(message);
     this.malformedToolArguments.report('/v1/messages', req.id, chat.model.id, malformedToolCalls, 'answered with input {}');
     await answer.charge();
@@ -120,7 +122,7 @@ export class MessagesController {
 }
 
 /** The client's Messages body and the anthropic-* headers an `anthropic` upstream must see (DESIGN.md section 11). */
-function passThroughOf(req: GatewayRequest, body: Record<string, unknown>): PassThrough {
+function passThroughOf(req: GatewayRequest, body: MessagesRequestBody): PassThrough {
   const headers: Record<string, string> = {};
   for (const name of ['anthropic-version', 'anthropic-beta']) {
     const value = req.headers[name];

@@ -113,6 +113,11 @@ export class MetricsService {
     help: 'Chat requests let through because the burst-limit counter store (Redis) failed or was unreachable.',
     registers: [this.registry],
   });
+  private readonly rateLimitStoreFailures = new Counter({
+    name: 'gateway_rate_limit_store_failures_total',
+    help: 'Chat requests with an rpm or tpm let through without them because the rate-limit window store (Redis) failed or was unreachable.',
+    registers: [this.registry],
+  });
   private readonly malformedToolArguments = new Counter({
     name: 'gateway_upstream_malformed_tool_arguments_total',
     help: 'Tool calls from an upstream whose arguments were not a JSON object, by endpoint and catalog model.',
@@ -213,6 +218,11 @@ export class MetricsService {
   /** One chat request let through unlimited because the burst-limit store failed. */
   burstLimitStoreFailed(): void {
     this.burstLimitStoreFailures.inc();
+  }
+
+  /** One chat request let through without its rpm and tpm because the rate-limit window store failed. */
+  rateLimitStoreFailed(): void {
+    this.rateLimitStoreFailures.inc();
   }
 
   /** Tool calls from an upstream whose arguments were not a JSON object (never their content: it may hold user data). */

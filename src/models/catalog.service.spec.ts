@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 import { CatalogService } from './catalog.service';
 
 const chat = (id: string, aliases?: string[]) => ({
@@ -17,7 +18,7 @@ function catalog(): CatalogService {
         chat('second', ['claude-opus-*', '*-mini-tts', '*']),
         { id: 'local-tts', kind: 'speech', provider: 'local', upstream_model: 'espeak-ng', voices: ['en'], aliases: ['gpt-4o-mini-tts'] },
       ],
-    }),
+    }, PROVIDER_TYPES),
   );
 }
 
@@ -37,7 +38,7 @@ describe(CatalogService.name, () => {
     });
 
     it('finds nothing for a name that no id, alias or pattern takes', () => {
-      const sut = new CatalogService(validateGatewayConfig({ providers: { local: { type: 'local' } }, catalog: [chat('dev-echo', ['claude-*'])] }));
+      const sut = new CatalogService(validateGatewayConfig({ providers: { local: { type: 'local' } }, catalog: [chat('dev-echo', ['claude-*'])] }, PROVIDER_TYPES));
       expect(sut.find('claude')).toBeUndefined();
       expect(sut.find('gpt-6.2-sol')).toBeUndefined();
     });

@@ -80,6 +80,8 @@ const usageSummaryProperties: Record<string, SchemaObject> = {
       ...usageTotals,
       monthly_limit_usd: { type: 'string', nullable: true, description: "The key's monthly limit (USD), null: none" },
       month_spend_usd: { type: 'string', description: "What the key (and the keys it was rotated from) spent this UTC month, whatever the period asked" },
+      rpm: { type: 'integer', nullable: true, description: "The key's own requests per minute, null: the config's default" },
+      tpm: { type: 'integer', nullable: true, description: "The key's own tokens per minute, null: the config's default" },
     }),
   ),
   by_model: listOf(object({ model: nullableString, unknown: boolean, ...usageTotals })),
@@ -108,6 +110,12 @@ export const adminUsageSummary = object({
   ),
 });
 
+/** An account's or a key's own rpm and tpm (null: the default), and the limits in force (null: none): DESIGN.md 12.4. */
+function rateLimitProperties(): Record<string, SchemaObject> {
+  const perMinute: SchemaObject = { type: 'integer', nullable: true };
+  return { rpm: perMinute, tpm: perMinute, rate_limits: object({ rpm: perMinute, tpm: perMinute }) };
+}
+
 export const account = object({
   id: string,
   name: string,
@@ -115,6 +123,8 @@ export const account = object({
   reserved_usd: string,
   monthly_limit_usd: { type: 'string', nullable: true },
   month_spend_usd: string,
+  ...rateLimitProperties(),
+  low_credits_usd: { type: 'string', nullable: true },
   subscription: object({ status: { type: 'string', enum: ['none', 'trial', 'active'] }, ends_at: { type: 'string', nullable: true } }),
   fair_use: object({ used: number, allowance: number, resets_at: string }),
 });
@@ -129,6 +139,8 @@ const keyProperties: Record<string, SchemaObject> = {
   month_spend_usd: string,
   expires_at: { type: 'string', nullable: true },
   models: { type: 'array', items: string, nullable: true },
+  replaced_by: { type: 'string', nullable: true, description: 'The id of the key this one was rotated to; null: not rotated' },
+  ...rateLimitProperties(),
 };
 
 export const keyObject = object(keyProperties);

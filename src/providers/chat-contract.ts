@@ -6,6 +6,13 @@
  * is guaranteed: readers of upstream data still check what they read (typeof, Array.isArray).
  */
 
+// ---- The request: what a route hands a provider (chat-request.ts) ----
+
+export * from './chat-request';
+import type { ChatFunctionCall, ChatToolCall } from './chat-request';
+
+// ---- The answer: what a provider hands back ----
+
 /** Tokens of a prompt or completion by class; the details carry the classes with prices of their own (docs/billing.md). */
 export interface ChatUsage {
   prompt_tokens?: number;
@@ -28,21 +35,6 @@ export interface ChatPromptTokensDetails {
 export interface ChatCompletionTokensDetails {
   reasoning_tokens?: number;
   audio_tokens?: number;
-  [extra: string]: unknown;
-}
-
-/** A function call: its name and its arguments as JSON text (whole in a message, in pieces in deltas). */
-export interface ChatFunctionCall {
-  name?: string;
-  arguments?: string;
-  [extra: string]: unknown;
-}
-
-/** One tool call of an assistant message. */
-export interface ChatToolCall {
-  id?: string;
-  type?: string;
-  function?: ChatFunctionCall;
   [extra: string]: unknown;
 }
 

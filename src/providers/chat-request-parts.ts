@@ -1,13 +1,17 @@
+import { isJsonObject } from '../common/json/scalar-fields';
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import type { ChatRequestBody } from './upstream-provider';
+import type { ChatAssistantMessage, ChatContentPart, ChatFunctionDefinition, ChatFunctionTool, ChatImagePart, ChatRequestBody, ChatTextPart, ChatToolCall } from './chat-contract';
 
 /**
  * What every translating provider (anthropic, gemini, bedrock) reads the same way from a chat request: the text of
- * a message, a tool call's arguments, the output limit, the stop strings, an image part's URL, the paid tier asked. One reading, so that
- * the three translations cannot drift apart.
+ * a message, its tool calls, a tool call's arguments, the function tools and the one a tool_choice names, the output
+ * limit, the stop strings, an image part's URL, the paid tier asked. One reading, so that the three translations
+ * cannot drift apart. The route checks only that a message is an object with a string role: what a message holds
+ * is read with checks, not trusted to be of its type.
  */
 
-type Json = Record<string, unknown>;
+/** A message's content, whatever its role (null: an assistant message of tool calls only). */
+type MessageContent = string | readonly ChatContentPart[] | null | undefined;
 
 /**
  * chat's service_tier as the paid tier Gemini's `serviceTier` and Bedrock's `serviceTier.type` both name: OpenAI's
@@ -20,24 +24,47 @@ export function paidTier(tier: unknown): 'priority' | 'flex' | undefined {
 }
 
 /** A message's text: a string, or its text parts joined. */
-export function messageText(content: unknown): string {
+export function messageText(content: MessageContent): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return (content as Json[])
-    .filter((part) => part?.type === 'text' && typeof part.text === 'string')
-    .map((part) => part.text as string)
+  return content
+    .filter(isTextPart)
+    .map((part) => part.text)
     .join('');
 }
 
+/** A text part whose text is a string. */
+export function isTextPart(part: ChatContentPart | null | undefined): part is ChatTextPart {
+  return part?.type === 'text' && typeof part.text === 'string';
+}
+
+/** An assistant message's tool calls (none when `tool_calls` is not a list). */
+export function toolCallsOf(message: ChatAssistantMessage): ChatToolCall[] {
+  return Array.isArray(message.tool_calls) ? message.tool_calls : [];
+}
+
 /** JSON text that is an object (a tool call's arguments, a tool result), parsed; null when it is not one. */
-export function jsonObjectOf(text: unknown): Json | null {
+export function jsonObjectOf(text: unknown): Record<string, unknown> | null {
   if (typeof text !== 'string' || text.trim() === '') return null;
   try {
     const parsed: unknown = JSON.parse(text);
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Json) : null;
+    return isJsonObject(parsed) ? parsed : null;
   } catch {
     return null;
   }
+}
+
+/** The definitions of the function tools, in order (custom tools are OpenAI's alone); a tool without one reads as empty. */
+export function functionDefinitions(tools: ChatRequestBody['tools']): Partial<ChatFunctionDefinition>[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.filter((tool): tool is ChatFunctionTool => tool?.type === 'function').map((tool) => tool.function ?? {});
+}
+
+/** The function a tool_choice forces (`{type: "function", function: {name}}`); undefined for any other choice. */
+export function forcedFunctionName(choice: ChatRequestBody['tool_choice']): string | undefined {
+  if (!choice || typeof choice !== 'object' || !('function' in choice)) return undefined;
+  const name = choice.function?.name;
+  return typeof name === 'string' ? name : undefined;
 }
 
 /** The output limit: what the gateway or the client set (max_completion_tokens, else max_tokens), else the model's. */
@@ -47,15 +74,15 @@ export function outputLimit(body: ChatRequestBody, model: CatalogEntry): number 
 }
 
 /** `stop` as a list of non-empty strings. */
-export function stopStrings(stop: unknown): string[] {
+export function stopStrings(stop: ChatRequestBody['stop']): string[] {
   if (typeof stop === 'string') return [stop];
   return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
 }
 
 /** An image part's URL (`image_url` is a string or `{url}`); '' when there is none. */
-export function imageUrlOf(imageUrl: unknown): string {
+export function imageUrlOf(imageUrl: ChatImagePart['image_url'] | undefined): string {
   if (typeof imageUrl === 'string') return imageUrl;
-  const url = (imageUrl as Json | null)?.url;
+  const url = imageUrl?.url;
   return typeof url === 'string' ? url : '';
 }
 

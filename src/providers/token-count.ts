@@ -1,5 +1,6 @@
 import type * as GptTokenizer from 'gpt-tokenizer';
 import { performance } from 'node:perf_hooks';
+import type { ChatRequestBody } from './chat-contract';
 import { tokenPieces } from './token-pieces';
 
 // OpenAI's chat accounting: every message costs 3 tokens of framing and the reply is primed with 3.
@@ -103,7 +104,7 @@ export async function countPromptTokens(messages: unknown[], toolDefinitions: un
 }
 
 /** The tool definitions a chat request's prompt carries: `tools`, and the legacy `functions`. */
-export function toolDefinitions(body: Record<string, unknown>): unknown[] {
+export function toolDefinitions(body: Pick<ChatRequestBody, 'tools' | 'functions'>): unknown[] {
   return [body.tools, body.functions].filter((tools) => tools !== undefined && tools !== null);
 }
 

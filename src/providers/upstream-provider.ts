@@ -1,24 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import type { ChatChunk, ChatCompletion } from './chat-contract';
+import type { ChatChunk, ChatCompletion, ChatRequestBody, PassThrough } from './chat-contract';
 
-/**
- * A client's request in its own dialect, for an upstream that speaks it natively (Messages in, `anthropic` up:
- * DESIGN.md section 11). Such a provider sends `body` as it came, `model` and the output limit aside; any other
- * provider serves the chat body it is attached to.
- */
-export const PASS_THROUGH: unique symbol = Symbol('pass-through');
-
-export interface PassThrough {
-  dialect: 'anthropic';
-  /** The client's body as sent. */
-  body: Record<string, unknown>;
-  /** The client's headers of that dialect the upstream must see (`anthropic-version`, `anthropic-beta`). */
-  headers: Readonly<Record<string, string>>;
-}
-
-/** OpenAI chat-completion request body as sent upstream (model already mapped to upstream_model). */
-export type ChatRequestBody = Record<string, unknown> & { model: string; messages: unknown[]; [PASS_THROUGH]?: PassThrough };
+export { PASS_THROUGH } from './chat-contract';
+export type { ChatRequestBody, PassThrough } from './chat-contract';
 
 export interface UpstreamChatJson {
   /** The upstream's chat.completion object (an openai-compatible upstream's unchanged). */
@@ -81,10 +66,9 @@ export interface SpeechUpstream {
 }
 
 /**
- * One interface for every upstream, looked up in the registry by the config's provider type; made of one
- * narrow interface per kind of catalog model. Each type's config states the kinds it serves
- * (PROVIDER_CONFIGS in src/config/gateway-config.schema.ts), checked at start against every catalog entry.
- * Every method honours `signal` (abort reaches the socket or child process) and throws UpstreamFailure for
- * upstream problems.
+ * Every kind's interface at once, for a provider that serves them all. The registry never hands it out: a route
+ * gets the one interface of its kind (ProviderRegistry.chatFor, …), the kinds each type serves being stated by its
+ * folder (providers/provider-type.ts) and checked at start against every catalog entry. Every method honours
+ * `signal` (abort reaches the socket or child process) and throws UpstreamFailure for upstream problems.
  */
 export interface UpstreamProvider extends ChatUpstream, TranscriptionUpstream, SpeechUpstream {}

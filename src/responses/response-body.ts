@@ -2,8 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { separatesCacheWrite1h, tokenUsageOf } from '../billing/request-cost';
 import { costOf } from '../chat/chat-usage';
 import { ChatCompletion, ChatMessage, ChatUsage } from '../providers/chat-contract';
+import type { ResponsesError, ResponsesResponse, ResponsesUsage } from '../providers/openai/responses-events';
+import type {
+  ResponsesItemStatus,
+  ResponsesLocalShellAction,
+  ResponsesOutputContent,
+  ResponsesOutputItem,
+  ResponsesOutputMessage,
+  ResponsesOutputText,
+} from '../providers/openai/responses-wire';
 import { ResponseEcho } from './responses-request.pipe';
-import { ToolShape, ToolShapes } from './responses-tools';
+import { LocalShellArguments, ToolShape, ToolShapes } from './responses-tools';
 
 /** An OpenAI-style object id: `resp_…`, `msg_…`, `fc_…` (function calls), `ctc_…` (custom tool calls), `lsh_…` (local shell calls). */
 export function newId(prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'lsh'): string {
@@ -20,16 +29,16 @@ export interface ResponseBase {
   toolShapes: ToolShapes;
 }
 
+/** The states a Response of this gateway goes through (it is never queued or cancelled). */
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
-export type OutputItem = Record<string, unknown>;
 
 export interface ResponseState {
   status: ResponseStatus;
-  output: OutputItem[];
+  output: ResponsesOutputItem[];
   /** The upstream's chat usage block, when it sent one. */
   usage?: ChatUsage | null;
   incompleteReason?: string | null;
-  error?: { code: string; message: string } | null;
+  error?: ResponsesError | null;
 }
 
 export function newResponseBase(model: string, echo: ResponseEcho, toolShapes: ToolShapes = new Map()): ResponseBase {
@@ -37,7 +46,7 @@ export function newResponseBase(model: string, echo: ResponseEcho, toolShapes: T
 }
 
 /** The Response object (OpenAI's `Response` schema) in the given state. */
-export function responseObject(base: ResponseBase, state: ResponseState): Record<string, unknown> {
+export function responseObject(base: ResponseBase, state: ResponseState): ResponsesResponse {
   const usage = responseUsage(state.usage);
   return {
     id: base.id,
@@ -60,17 +69,17 @@ export function responseObject(base: ResponseBase, state: ResponseState): Record
 }
 
 /** Chat's finish_reason as the Response's status and incomplete reason. */
-export function statusOf(finishReason: unknown): { status: 'completed' | 'incomplete'; incompleteReason: string | null } {
+export function statusOf(finishReason: unknown): { status: 'completed' | 'incomplete'; incompleteReason: 'max_output_tokens' | 'content_filter' | null } {
   if (finishReason === 'length') return { status: 'incomplete', incompleteReason: 'max_output_tokens' };
   if (finishReason === 'content_filter') return { status: 'incomplete', incompleteReason: 'content_filter' };
   return { status: 'completed', incompleteReason: null };
 }
 
-export function outputTextPart(text: string): Record<string, unknown> {
+export function outputTextPart(text: string): ResponsesOutputText {
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-export function messageItem(id: string, status: ResponseStatus, content: Record<string, unknown>[]): OutputItem {
+export function messageItem(id: string, status: ResponsesItemStatus, content: ResponsesOutputContent[]): ResponsesOutputMessage {
   return { id, type: 'message', status, role: 'assistant', content };
 }
 
@@ -95,7 +104,7 @@ export function callItemPrefix(shape: ToolShape): 'fc' | 'ctc' | 'lsh' {
  * A chat tool call as the output item of the tool it stands for: `function_call` (with its `namespace` for a
  * tool of a group), `custom_tool_call` with the free-form `input`, or `local_shell_call` with its exec action.
  */
-export function toolCallItem(id: string, status: ResponseStatus, call: CallParts, shape: ToolShape): OutputItem {
+export function toolCallItem(id: string, status: ResponsesItemStatus, call: CallParts, shape: ToolShape): ResponsesOutputItem {
   const namespace = shape.namespace ? { namespace: shape.namespace } : {};
   switch (shape.kind) {
     case 'custom':
@@ -109,12 +118,12 @@ export function toolCallItem(id: string, status: ResponseStatus, call: CallParts
 
 /** A custom tool's input: the `input` string of the arguments; arguments of another shape are passed on as their text. */
 export function customInput(args: string): string {
-  const parsed = parsedObject(args);
+  const parsed = parsedArguments<{ input: string }>(args);
   return typeof parsed?.input === 'string' ? parsed.input : args;
 }
 
-function localShellAction(args: string): Record<string, unknown> {
-  const parsed = parsedObject(args) ?? {};
+function localShellAction(args: string): ResponsesLocalShellAction {
+  const parsed = parsedArguments<LocalShellArguments>(args) ?? {};
   const command = Array.isArray(parsed.command) ? parsed.command.filter((part): part is string => typeof part === 'string') : [];
   return {
     type: 'exec',
@@ -125,25 +134,29 @@ function localShellAction(args: string): Record<string, unknown> {
   };
 }
 
-function parsedObject(text: string): Record<string, unknown> | null {
+/**
+ * A tool call's arguments, parsed: the model's JSON object, which should hold the fields of T; the fields are of
+ * any type (or absent) until their reader checks them.
+ */
+function parsedArguments<T extends object>(text: string): { [name in keyof T]?: unknown } | null {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : null;
   } catch {
     return null;
   }
 }
 
 /** A non-streamed chat.completion (its first choice) as the Response it answers. */
-export function responseFromCompletion(base: ResponseBase, completion: ChatCompletion): Record<string, unknown> {
+export function responseFromCompletion(base: ResponseBase, completion: ChatCompletion): ResponsesResponse {
   const choice = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
   const message: ChatMessage = choice?.message ?? {};
   const { status, incompleteReason } = statusOf(choice?.finish_reason);
-  const content: Record<string, unknown>[] = [];
+  const content: ResponsesOutputContent[] = [];
   if (typeof message.content === 'string' && message.content !== '') content.push(outputTextPart(message.content));
   if (typeof message.refusal === 'string' && message.refusal !== '') content.push({ type: 'refusal', refusal: message.refusal });
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
-  const output: OutputItem[] = [];
+  const output: ResponsesOutputItem[] = [];
   if (content.length > 0 || calls.length === 0) output.push(messageItem(newId('msg'), status, content.length ? content : [outputTextPart('')]));
   for (const call of calls) {
     const parts = { callId: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') };
@@ -158,7 +171,7 @@ export function responseFromCompletion(base: ResponseBase, completion: ChatCompl
  * (tokenUsageOf, which reads this shape back to the same classes). The audio classes have no field there; the
  * 1-hour cache writes (a part of cache_write_tokens) have one when the upstream tells them apart.
  */
-export function responseUsage(usage: unknown): Record<string, unknown> | null {
+export function responseUsage(usage: unknown): ResponsesUsage | null {
   const tokens = tokenUsageOf(usage);
   if (!tokens) return null;
   return {

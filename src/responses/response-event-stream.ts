@@ -2,12 +2,13 @@ import { ChatStreamSink } from '../chat/chat-stream-sink';
 import { Backpressure, SseWriter } from '../chat/sse';
 import { ErrorCode, GatewayError } from '../errors';
 import { ChatChunk, ChatToolCallDelta, ChatUsage } from '../providers/chat-contract';
+import type { ResponsesEventBody, ResponsesPartPosition } from '../providers/openai/responses-events';
+import type { ResponsesOutputContent, ResponsesOutputItem } from '../providers/openai/responses-wire';
 import {
   callItemPrefix,
   customInput,
   messageItem,
   newId,
-  OutputItem,
   outputTextPart,
   ResponseBase,
   responseObject,
@@ -26,30 +27,23 @@ interface OpenText {
   text: string;
 }
 
-/** How each kind of content part is streamed: its part, its events and the field that holds its text. */
+/** How each kind of content part is streamed: its part, and its delta and done events. */
 interface TextPart {
-  part(text: string): Record<string, unknown>;
-  deltaEvent: string;
-  doneEvent: string;
-  /** Extra fields of its delta and done events. */
-  extra: Record<string, unknown>;
-  doneField: string;
+  part(text: string): ResponsesOutputContent;
+  delta(at: ResponsesPartPosition, delta: string): ResponsesEventBody<'response.output_text.delta' | 'response.refusal.delta'>;
+  done(at: ResponsesPartPosition, text: string): ResponsesEventBody<'response.output_text.done' | 'response.refusal.done'>;
 }
 
 const OUTPUT_TEXT: TextPart = {
   part: outputTextPart,
-  deltaEvent: 'response.output_text.delta',
-  doneEvent: 'response.output_text.done',
-  extra: { logprobs: [] },
-  doneField: 'text',
+  delta: (at, delta) => ({ type: 'response.output_text.delta', ...at, delta, logprobs: [] }),
+  done: (at, text) => ({ type: 'response.output_text.done', ...at, text, logprobs: [] }),
 };
 
 const REFUSAL: TextPart = {
   part: (refusal) => ({ type: 'refusal', refusal }),
-  deltaEvent: 'response.refusal.delta',
-  doneEvent: 'response.refusal.done',
-  extra: {},
-  doneField: 'refusal',
+  delta: (at, delta) => ({ type: 'response.refusal.delta', ...at, delta }),
+  done: (at, refusal) => ({ type: 'response.refusal.done', ...at, refusal }),
 };
 
 interface OpenCall {
@@ -72,7 +66,7 @@ interface OpenCall {
  */
 export class ResponseEventStream implements ChatStreamSink {
   private sequence = 0;
-  private readonly output: OutputItem[] = [];
+  private readonly output: ResponsesOutputItem[] = [];
   private text: OpenText | null = null;
   private call: OpenCall | null = null;
   private finishReason: string | null = null;
@@ -108,15 +102,15 @@ export class ResponseEventStream implements ChatStreamSink {
     this.startOnce();
     this.closeOpenItem(status);
     const response = responseObject(this.base, { status, output: this.output, usage: this.usage, incompleteReason });
-    this.emit(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    this.emit({ type: status === 'completed' ? 'response.completed' : 'response.incomplete', response });
     this.sse.end();
   }
 
   /** The error as chat sends it in-band (its code and message), then the Response, failed. */
   fail(error: GatewayError): void {
-    this.emit('error', { code: error.code, message: error.message, param: error.param });
+    this.emit({ type: 'error', code: error.code, message: error.message, param: error.param });
     const state: ResponseState = { status: 'failed', output: this.output, error: { code: responseErrorCode(error), message: error.message } };
-    this.emit('response.failed', { response: responseObject(this.base, state) });
+    this.emit({ type: 'response.failed', response: responseObject(this.base, state) });
     this.sse.end();
   }
 
@@ -124,13 +118,13 @@ export class ResponseEventStream implements ChatStreamSink {
   private startOnce(): void {
     if (this.sequence > 0) return;
     const response = responseObject(this.base, { status: 'in_progress', output: [] });
-    this.emit('response.created', { response });
-    this.emit('response.in_progress', { response });
+    this.emit({ type: 'response.created', response });
+    this.emit({ type: 'response.in_progress', response });
   }
 
   /** Writes one event; `send` waits for the writes it started (backpressure), `finish` and `fail` do not. */
-  private emit(type: string, fields: Record<string, unknown>): void {
-    this.writes.push(this.sse.sendNamed(type, { type, ...fields, sequence_number: this.sequence++ }));
+  private emit(event: ResponsesEventBody): void {
+    this.writes.push(this.sse.sendNamed(event.type, { ...event, sequence_number: this.sequence++ }));
   }
 
   private appendText(delta: string, kind: TextPart): void {
@@ -139,11 +133,11 @@ export class ResponseEventStream implements ChatStreamSink {
       this.text = { id: newId('msg'), index: this.output.length, part: kind, text: '' };
       const item = messageItem(this.text.id, 'in_progress', []);
       this.output.push(item);
-      this.emit('response.output_item.added', { output_index: this.text.index, item });
-      this.emit('response.content_part.added', { ...this.textPosition(this.text), part: kind.part('') });
+      this.emit({ type: 'response.output_item.added', output_index: this.text.index, item });
+      this.emit({ type: 'response.content_part.added', ...this.textPosition(this.text), part: kind.part('') });
     }
     this.text.text += delta;
-    this.emit(kind.deltaEvent, { ...this.textPosition(this.text), delta, ...kind.extra });
+    this.emit(kind.delta(this.textPosition(this.text), delta));
   }
 
   private appendCall(delta: ChatToolCallDelta): void {
@@ -154,7 +148,7 @@ export class ResponseEventStream implements ChatStreamSink {
     if (typeof args === 'string' && args !== '') {
       call.arguments += args;
       // A custom tool's input is the `input` string inside the arguments: it is sent whole when the call ends.
-      if (call.shape.kind === 'function') this.emit('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: args });
+      if (call.shape.kind === 'function') this.emit({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: call.index, delta: args });
     }
   }
 
@@ -167,7 +161,7 @@ export class ResponseEventStream implements ChatStreamSink {
     this.call = call;
     const item = toolCallItem(call.id, 'in_progress', call, shape);
     this.output.push(item);
-    this.emit('response.output_item.added', { output_index: call.index, item });
+    this.emit({ type: 'response.output_item.added', output_index: call.index, item });
     return call;
   }
 
@@ -176,31 +170,31 @@ export class ResponseEventStream implements ChatStreamSink {
     if (this.text) {
       const { text, part: kind } = this.text;
       const part = kind.part(text);
-      this.emit(kind.doneEvent, { ...this.textPosition(this.text), [kind.doneField]: text, ...kind.extra });
-      this.emit('response.content_part.done', { ...this.textPosition(this.text), part });
+      this.emit(kind.done(this.textPosition(this.text), text));
+      this.emit({ type: 'response.content_part.done', ...this.textPosition(this.text), part });
       this.finishItem(this.text.index, messageItem(this.text.id, status, [part]));
       this.text = null;
     }
     if (this.call) {
       const { id, index, shape } = this.call;
       if (shape.kind === 'function') {
-        this.emit('response.function_call_arguments.done', { item_id: id, output_index: index, name: shape.name, arguments: this.call.arguments });
+        this.emit({ type: 'response.function_call_arguments.done', item_id: id, output_index: index, name: shape.name, arguments: this.call.arguments });
       } else if (shape.kind === 'custom') {
         const input = customInput(this.call.arguments);
-        this.emit('response.custom_tool_call_input.delta', { item_id: id, output_index: index, delta: input });
-        this.emit('response.custom_tool_call_input.done', { item_id: id, output_index: index, input });
+        this.emit({ type: 'response.custom_tool_call_input.delta', item_id: id, output_index: index, delta: input });
+        this.emit({ type: 'response.custom_tool_call_input.done', item_id: id, output_index: index, input });
       }
       this.finishItem(index, toolCallItem(id, 'completed', this.call, shape));
       this.call = null;
     }
   }
 
-  private finishItem(index: number, item: OutputItem): void {
+  private finishItem(index: number, item: ResponsesOutputItem): void {
     this.output[index] = item;
-    this.emit('response.output_item.done', { output_index: index, item });
+    this.emit({ type: 'response.output_item.done', output_index: index, item });
   }
 
-  private textPosition(text: OpenText): Record<string, unknown> {
+  private textPosition(text: OpenText): ResponsesPartPosition {
     return { item_id: text.id, output_index: text.index, content_index: 0 };
   }
 }

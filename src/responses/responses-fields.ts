@@ -1,13 +1,14 @@
 import { IgnoredParam, ignoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { invalidField, unsupportedField } from '../errors';
+import type { ResponsesRequest } from '../providers/openai/responses-wire';
 import { RESPONSES_FIELDS } from './dto/responses.schema';
 
 const isSet = (value: unknown) => value !== undefined && value !== null;
 const SERVER_STATE = 'this gateway is stateless: it stores no responses, conversations or prompts.';
 
 /** Fields that cannot be answered honestly without state kept between requests; when each counts as asked for. */
-const REFUSED: Record<string, { asked(value: unknown): boolean; why: string }> = {
+const REFUSED: Record<'previous_response_id' | 'conversation' | 'background' | 'prompt', { asked(value: unknown): boolean; why: string }> = {
   previous_response_id: { asked: isSet, why: `${SERVER_STATE} Send the whole conversation in input.` },
   conversation: { asked: isSet, why: `${SERVER_STATE} Send the whole conversation in input.` },
   background: { asked: (v) => v === true, why: `${SERVER_STATE} Background responses cannot be fetched later.` },
@@ -36,10 +37,10 @@ const KNOWN_IGNORED = new Set([...IGNORED, ...INCLUDE_VALUES.map((value) => `inc
 
 /** Served as they are: the schema's fields, `store: false`, `background: false` and `truncation: "disabled"`, the only behaviour there is. */
 const SERVED = new Set(RESPONSES_FIELDS);
-const SERVED_AS_DEFAULT: Record<string, unknown> = { store: false, background: false, truncation: 'disabled' };
+const SERVED_AS_DEFAULT = new Map<string, unknown>([['store', false], ['background', false], ['truncation', 'disabled']]);
 
-/** 400 `unsupported_parameter` for the first field that needs server state. */
-export function refuseUnservedFields(fields: Record<string, unknown>): void {
+/** 400 `unsupported_parameter` for the first field that needs server state (read before the body is checked: any JSON object). */
+export function refuseUnservedFields(fields: Readonly<Record<string, unknown>>): void {
   for (const [name, rule] of Object.entries(REFUSED)) {
     if (Object.prototype.hasOwnProperty.call(fields, name) && rule.asked(fields[name])) throw unsupportedField(name, rule.why);
   }
@@ -51,12 +52,12 @@ export function refuseUnservedFields(fields: Record<string, unknown>): void {
  * tools), and the parts of `text` and `reasoning` that ask for what chat cannot give. `carried`: fields of the
  * ignored list that this request has served (a priced `service_tier`).
  */
-export function ignoredFields(fields: Record<string, unknown>, withdrawnTools: readonly IgnoredParam[], carried: readonly string[] = []): IgnoredParam[] {
+export function ignoredFields(fields: ResponsesRequest, withdrawnTools: readonly IgnoredParam[], carried: readonly string[] = []): IgnoredParam[] {
   const ignored: IgnoredParam[] = [];
   const add = (name: string) => ignored.push(ignoredParam(name, KNOWN_IGNORED));
   const toolsAt = isSet(fields.tools) ? 'tools' : 'input';
   for (const [name, value] of Object.entries(fields)) {
-    if (value === undefined || value === null || SERVED_AS_DEFAULT[name] === value) continue;
+    if (value === undefined || value === null || SERVED_AS_DEFAULT.get(name) === value) continue;
     if (name === toolsAt) ignored.push(...withdrawnTools);
     if (name === 'tools') continue;
     if (name === 'include') for (const included of includeValues(value)) add(`include:${included}`);

@@ -1,18 +1,25 @@
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
-import { ADDITIONAL_TOOLS, chatToolName } from './responses-tools';
+import { ChatImagePart, ChatRequestMessage, ChatTextPart, ChatToolCall } from '../providers/chat-contract';
+import type {
+  ResponsesContentPart,
+  ResponsesInputImage,
+  ResponsesInputItem,
+  ResponsesLocalShellAction,
+  ResponsesMessage,
+  ResponsesRequest,
+  ResponsesToolOutput,
+} from '../providers/openai/responses-wire';
+import { ADDITIONAL_TOOLS, chatToolName, LocalShellArguments } from './responses-tools';
 
-/** One message of a chat completion body. */
-export type ChatMessage = Record<string, unknown>;
-
-type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
+type ChatPart = ChatTextPart | ChatImagePart;
 
 /**
  * Chat roles for the Responses API's message roles. `developer` becomes `system`: chat-completion
  * upstreams other than OpenAI's know `system` only, and OpenAI treats the two alike for chat models.
  */
-const CHAT_ROLES = new Map([
+const CHAT_ROLES = new Map<string, 'user' | 'assistant' | 'system'>([
   ['user', 'user'],
   ['assistant', 'assistant'],
   ['system', 'system'],
@@ -20,8 +27,8 @@ const CHAT_ROLES = new Map([
 ]);
 
 /** The chat messages of a Responses request: `instructions` first, as a system message, then the input items in order. */
-export function chatMessages(instructions: string | null | undefined, input: unknown): ChatMessage[] {
-  const messages: ChatMessage[] = [];
+export function chatMessages(instructions: string | null | undefined, input: ResponsesRequest['input']): ChatRequestMessage[] {
+  const messages: ChatRequestMessage[] = [];
   if (typeof instructions === 'string' && instructions !== '') messages.push({ role: 'system', content: instructions });
   if (typeof input === 'string') {
     messages.push({ role: 'user', content: input });
@@ -35,15 +42,17 @@ export function chatMessages(instructions: string | null | undefined, input: unk
   return messages;
 }
 
-function appendItem(messages: ChatMessage[], item: unknown, path: string): void {
+function appendItem(messages: ChatRequestMessage[], item: ResponsesInputItem, path: string): void {
   if (!isJsonObject(item)) throw invalidField(path, 'an input item must be an object.');
   // An item without a type is a message ("EasyInputMessage").
-  const type = item.type ?? 'message';
+  if (item.type === undefined || item.type === null || item.type === 'message') {
+    messages.push(chatMessage(item, path));
+    return;
+  }
+  // A client may send any type: the default below names it.
+  const type: unknown = item.type;
   if (typeof type !== 'string') throw invalidField(`${path}.type`, 'type must be a string.');
-  switch (type) {
-    case 'message':
-      messages.push(chatMessage(item, path));
-      return;
+  switch (item.type) {
     case 'function_call':
       appendToolCall(messages, requiredString(item, 'call_id', path), chatToolName(requiredString(item, 'name', path), item.namespace), requiredString(item, 'arguments', path));
       return;
@@ -72,7 +81,7 @@ function appendItem(messages: ChatMessage[], item: unknown, path: string): void 
   }
 }
 
-function chatMessage(item: Record<string, unknown>, path: string): ChatMessage {
+function chatMessage(item: ResponsesMessage, path: string): ChatRequestMessage {
   const role = typeof item.role === 'string' ? CHAT_ROLES.get(item.role) : undefined;
   if (!role) throw invalidField(`${path}.role`, 'role must be one of user, assistant, system, developer.');
   const { content } = item;
@@ -83,10 +92,10 @@ function chatMessage(item: Record<string, unknown>, path: string): ChatMessage {
   // Only user messages carry images in chat; text-only upstreams take the others' text as one string.
   const image = parts.findIndex((part) => part.type !== 'text');
   if (image >= 0) throw invalidField(`${path}.content[${image}]`, `a ${String(item.role)} message holds text only.`);
-  return { role, content: parts.map((part) => (part as { text: string }).text).join('') };
+  return { role, content: parts.map((part) => (part.type === 'text' ? part.text : '')).join('') };
 }
 
-function contentPart(part: unknown, path: string): ChatPart {
+function contentPart(part: ResponsesContentPart, path: string): ChatPart {
   if (!isJsonObject(part)) throw invalidField(path, 'a content part must be an object.');
   switch (part.type) {
     case 'input_text':
@@ -104,12 +113,12 @@ function contentPart(part: unknown, path: string): ChatPart {
   }
 }
 
-function imagePart(part: Record<string, unknown>, path: string): ChatPart {
+function imagePart(part: ResponsesInputImage, path: string): ChatImagePart {
   if (part.file_id !== undefined && part.file_id !== null) {
     throw unsupportedField(`${path}.file_id`, 'uploaded files are not stored by this gateway; send the image as image_url (an https or data: URL).');
   }
   const url = requiredString(part, 'image_url', path);
-  const detail = part.detail;
+  const detail: unknown = part.detail;
   if (detail !== undefined && detail !== null && detail !== 'auto' && detail !== 'low' && detail !== 'high') {
     throw invalidField(`${path}.detail`, 'detail must be auto, low or high.');
   }
@@ -117,28 +126,32 @@ function imagePart(part: Record<string, unknown>, path: string): ChatPart {
 }
 
 /** A tool call the model made earlier (function, custom, grouped or local shell): a tool call of the assistant message it belongs to. */
-function appendToolCall(messages: ChatMessage[], callId: string, name: string, args: string): void {
-  const call = { id: callId, type: 'function', function: { name, arguments: args } };
+function appendToolCall(messages: ChatRequestMessage[], callId: string, name: string, args: string): void {
+  const call: ChatToolCall = { id: callId, type: 'function', function: { name, arguments: args } };
   const last = messages[messages.length - 1];
   if (last?.role === 'assistant') {
-    last.tool_calls = [...((last.tool_calls as unknown[] | undefined) ?? []), call];
+    last.tool_calls = [...(last.tool_calls ?? []), call];
     return;
   }
   messages.push({ role: 'assistant', content: null, tool_calls: [call] });
 }
 
 /** A local shell call's exec action as the arguments of the `local_shell` function that stands for it. */
-function localShellArguments(action: unknown, path: string): string {
+function localShellArguments(action: ResponsesLocalShellAction, path: string): string {
   if (!isJsonObject(action)) throw invalidField(path, 'action must be an object.');
-  const command = action.command;
-  if (!Array.isArray(command) || command.some((part) => typeof part !== 'string')) throw invalidField(`${path}.command`, 'command must be an array of strings.');
-  const args: Record<string, unknown> = { command };
+  const command: unknown = action.command;
+  if (!isStringArray(command)) throw invalidField(`${path}.command`, 'command must be an array of strings.');
+  const args: LocalShellArguments = { command };
   if (typeof action.working_directory === 'string') args.workdir = action.working_directory;
   if (typeof action.timeout_ms === 'number') args.timeout_ms = action.timeout_ms;
   return JSON.stringify(args);
 }
 
-function toolOutput(output: unknown, path: string): string {
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((part) => typeof part === 'string');
+}
+
+function toolOutput(output: ResponsesToolOutput, path: string): string {
   if (typeof output === 'string') return output;
   if (!Array.isArray(output)) throw invalidField(path, 'output must be a string or an array of input_text parts.');
   return output
@@ -151,8 +164,8 @@ function toolOutput(output: unknown, path: string): string {
     .join('');
 }
 
-function requiredString(item: Record<string, unknown>, name: string, path: string): string {
-  const value = item[name];
+function requiredString<T extends object>(item: T, name: keyof T & string, path: string): string {
+  const value: unknown = item[name];
   if (typeof value !== 'string') throw invalidField(`${path}.${name}`, `${name} must be a string.`);
   return value;
 }

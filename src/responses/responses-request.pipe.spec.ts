@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { validateGatewayConfig } from '../config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../providers/provider-types';
 import { GatewayError } from '../errors';
 import { CatalogService } from '../models/catalog.service';
-import { ResponsesRequestPipe } from './responses-request.pipe';
+import { ResponsesRequest, ResponsesRequestPipe } from './responses-request.pipe';
 
 /** Codex 0.171.0's way of offering its tools: an input item before the messages, tools grouped in namespaces. */
 const ADDITIONAL_TOOLS = {
@@ -28,8 +29,8 @@ function pipe(): ResponsesRequestPipe {
   const config = validateGatewayConfig({
     providers: { local: { type: 'local' } },
     catalog: [{ id: 'dev-echo', kind: 'chat', provider: 'local', upstream_model: 'dev-echo', input_price_per_million: 1, output_price_per_million: 2, max_output_tokens: 100, aliases: ['gpt-*-sol'] }],
-  });
-  return new ResponsesRequestPipe(new CatalogService(config));
+  }, PROVIDER_TYPES);
+  return new ResponsesRequestPipe(new CatalogService(config), config);
 }
 
 /** A pipe over a catalog whose `tiered` model prices OpenAI's fast tier (and Anthropic's fast mode, which is not Responses'). */
@@ -38,8 +39,8 @@ function tieredPipe(): ResponsesRequestPipe {
   const config = validateGatewayConfig({
     providers: { local: { type: 'local' } },
     catalog: [{ id: 'tiered', ...prices, price_variants: [{ when: { service_tier: ['priority', 'fast'] }, multiplier: 2 }, { when: { speed: 'fast' }, multiplier: 6 }] }],
-  });
-  return new ResponsesRequestPipe(new CatalogService(config));
+  }, PROVIDER_TYPES);
+  return new ResponsesRequestPipe(new CatalogService(config), config);
 }
 
 function refusal(body: unknown, sut = pipe()): { code: string; param: string | null | undefined; message: string } {
@@ -63,7 +64,7 @@ describe(ResponsesRequestPipe.name, () => {
         { type: 'function', function: expect.objectContaining({ name: 'functions__wait', strict: false }) },
       ]);
       expect(request.chat.body.tool_choice).toBe('auto');
-      expect([...request.toolShapes]).toEqual([
+      expect([...(request as ResponsesRequest).toolShapes]).toEqual([
         ['functions__exec', { kind: 'custom', name: 'exec', namespace: 'functions' }],
         ['functions__wait', { kind: 'function', name: 'wait', namespace: 'functions' }],
       ]);

@@ -2,6 +2,16 @@ import { IgnoredParam } from '../chat/ignored-params';
 import { isJsonObject } from '../common/json/scalar-fields';
 import { quotedClientText } from '../models/requested-model';
 import { invalidField, unsupportedField } from '../errors';
+import { ChatFunctionDefinition, ChatFunctionTool, ChatResponseFormat, ChatToolChoice } from '../providers/chat-contract';
+import type {
+  ResponsesCustomTool,
+  ResponsesFunctionTool,
+  ResponsesNamespaceTool,
+  ResponsesRequest,
+  ResponsesTextConfig,
+  ResponsesTool,
+  ResponsesToolChoice,
+} from '../providers/openai/responses-wire';
 
 const BUILT_IN = "built-in tools run on OpenAI's platform, not on chat-completion upstreams";
 
@@ -22,7 +32,7 @@ export type ToolShapes = Map<string, ToolShape>;
 
 /** The tools a chat upstream is offered, and those withdrawn from the offer because only OpenAI's platform runs them. */
 export interface ResponsesToolOffer {
-  tools: Record<string, unknown>[] | undefined;
+  tools: ChatFunctionTool[] | undefined;
   shapes: ToolShapes;
   withdrawn: IgnoredParam[];
   /** The types of the withdrawn tools, which a tool_choice may not force. */
@@ -30,7 +40,7 @@ export interface ResponsesToolOffer {
 }
 
 /** Built-in tools by type: the metric's labels for withdrawn tools (any other type is counted as `tools:other`). */
-const BUILT_IN_TYPES = new Set([
+const BUILT_IN_TYPES = new Set<string>([
   'web_search', 'web_search_preview', 'web_search_2025_08_26', 'web_search_preview_2025_03_11', 'file_search', 'code_interpreter',
   'image_generation', 'mcp', 'computer', 'computer_use_preview', 'tool_search', 'shell', 'apply_patch',
 ]);
@@ -39,7 +49,7 @@ const BUILT_IN_TYPES = new Set([
 const GROUP_SEPARATOR = '__';
 
 /** The chat function name of a tool: its name, or `group__name` for a tool of a group. */
-export function chatToolName(name: string, namespace?: unknown): string {
+export function chatToolName(name: string, namespace?: string | null): string {
   return typeof namespace === 'string' && namespace !== '' ? `${namespace}${GROUP_SEPARATOR}${name}` : name;
 }
 
@@ -64,9 +74,16 @@ const LOCAL_SHELL_SCHEMA = {
 };
 const LOCAL_SHELL_DESCRIPTION = 'Runs a command in a local shell and returns its output.';
 
+/** The arguments of the `local_shell` function, as LOCAL_SHELL_SCHEMA describes them. */
+export interface LocalShellArguments {
+  command: string[];
+  workdir?: string;
+  timeout_ms?: number;
+}
+
 /** A list of tools the request offers, and where it stands in the body (`tools`, `input[0].tools`). */
 interface ToolList {
-  tools: unknown[];
+  tools: ResponsesTool[];
   path: string;
 }
 
@@ -74,7 +91,7 @@ interface ToolList {
  * Every list of tools a Responses request offers: `tools`, then the `tools` of each `additional_tools` input item
  * (Codex's way of offering the tools it runs itself, DESIGN.md section 12.3), in input order.
  */
-export function offeredToolLists(tools: unknown, input: unknown): ToolList[] {
+export function offeredToolLists(tools: ResponsesRequest['tools'], input: ResponsesRequest['input']): ToolList[] {
   const lists: ToolList[] = [];
   if (tools !== undefined && tools !== null) {
     if (!Array.isArray(tools)) throw invalidField('tools', 'tools must be an array.');
@@ -90,7 +107,7 @@ export function offeredToolLists(tools: unknown, input: unknown): ToolList[] {
 }
 
 /** The input item that offers tools (Codex 0.171.0): `{type: "additional_tools", role, tools}`. */
-export const ADDITIONAL_TOOLS = 'additional_tools';
+export const ADDITIONAL_TOOLS = 'additional_tools' as const;
 
 /**
  * Responses tools, wherever offered (offeredToolLists), as chat function tools (DESIGN.md section 11): functions
@@ -99,9 +116,9 @@ export const ADDITIONAL_TOOLS = 'additional_tools';
  */
 export function chatTools(lists: ToolList[]): ResponsesToolOffer {
   const offer: ResponsesToolOffer = { tools: undefined, shapes: new Map(), withdrawn: [], withdrawnTypes: new Set() };
-  const offered: Record<string, unknown>[] = [];
-  const add = (fn: Record<string, unknown>, shape: ToolShape, path: string) => {
-    const chatName = fn.name as string;
+  const offered: ChatFunctionTool[] = [];
+  const add = (fn: ChatFunctionDefinition, shape: ToolShape, path: string) => {
+    const chatName = fn.name;
     if (offer.shapes.has(chatName)) throw invalidField(`${path}.name`, `tool names must be unique; ${quotedClientText(chatName)} is offered twice.`);
     offer.shapes.set(chatName, shape);
     offered.push({ type: 'function', function: fn });
@@ -111,9 +128,9 @@ export function chatTools(lists: ToolList[]): ResponsesToolOffer {
   return offer;
 }
 
-type AddTool = (fn: Record<string, unknown>, shape: ToolShape, path: string) => void;
+type AddTool = (fn: ChatFunctionDefinition, shape: ToolShape, path: string) => void;
 
-function addTools(offer: ResponsesToolOffer, tools: unknown[], listPath: string, add: AddTool): void {
+function addTools(offer: ResponsesToolOffer, tools: ResponsesTool[], listPath: string, add: AddTool): void {
   tools.forEach((tool, i) => {
     const path = `${listPath}[${i}]`;
     if (!isJsonObject(tool)) throw invalidField(path, 'a tool must be an object.');
@@ -129,17 +146,20 @@ function addTools(offer: ResponsesToolOffer, tools: unknown[], listPath: string,
       case 'local_shell':
         add({ name: 'local_shell', description: LOCAL_SHELL_DESCRIPTION, parameters: LOCAL_SHELL_SCHEMA }, { kind: 'local_shell', name: 'local_shell' }, path);
         return;
-      default:
-        offer.withdrawn.push({ name: `tools:${tool.type}`, label: `tools:${BUILT_IN_TYPES.has(tool.type) ? tool.type : 'other'}` });
-        offer.withdrawnTypes.add(tool.type);
+      default: {
+        // A platform tool, or a type this gateway does not know (a client may send any).
+        const type: string = tool.type;
+        offer.withdrawn.push({ name: `tools:${type}`, label: `tools:${BUILT_IN_TYPES.has(type) ? type : 'other'}` });
+        offer.withdrawnTypes.add(type);
+      }
     }
   });
 }
 
 /** A function or custom tool (on its own, or in a group) as the chat function that stands for it. */
-function clientTool(tool: Record<string, unknown>, path: string, namespace?: string): [Record<string, unknown>, ToolShape, string] {
+function clientTool(tool: ResponsesFunctionTool | ResponsesCustomTool, path: string, namespace?: string): [ChatFunctionDefinition, ToolShape, string] {
   if (typeof tool.name !== 'string' || tool.name === '') throw invalidField(`${path}.name`, 'name must be a non-empty string.');
-  const fn: Record<string, unknown> = { name: chatToolName(tool.name, namespace) };
+  const fn: ChatFunctionDefinition = { name: chatToolName(tool.name, namespace) };
   if (typeof tool.description === 'string') fn.description = tool.description;
   if (tool.type === 'custom') {
     fn.parameters = CUSTOM_INPUT_SCHEMA;
@@ -154,7 +174,7 @@ function clientTool(tool: Record<string, unknown>, path: string, namespace?: str
 }
 
 /** A tool group's function and custom tools, flattened: `group__tool`. */
-function groupTools(group: Record<string, unknown>, path: string): [Record<string, unknown>, ToolShape, string][] {
+function groupTools(group: ResponsesNamespaceTool, path: string): [ChatFunctionDefinition, ToolShape, string][] {
   if (typeof group.name !== 'string' || !/^[A-Za-z0-9_-]+$/.test(group.name)) {
     throw invalidField(`${path}.name`, 'a namespace name must be a non-empty string of letters, digits, _ and -.');
   }
@@ -168,7 +188,7 @@ function groupTools(group: Record<string, unknown>, path: string): [Record<strin
 }
 
 /** `auto`, `none`, `required`, or one function or custom tool by name; forcing a withdrawn built-in tool is refused. */
-export function chatToolChoice(choice: unknown, offer: ResponsesToolOffer): unknown {
+export function chatToolChoice(choice: ResponsesToolChoice | null | undefined, offer: ResponsesToolOffer): ChatToolChoice | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none') return choice;
   const forcesWithdrawn = `it forces a tool that only OpenAI's platform runs, withdrawn from the offer to this model (see x-gateway-ignored-params): ${BUILT_IN}.`;
@@ -181,12 +201,13 @@ export function chatToolChoice(choice: unknown, offer: ResponsesToolOffer): unkn
     if (typeof choice.name !== 'string' || choice.name === '') throw invalidField('tool_choice.name', 'name must be a non-empty string.');
     return { type: 'function', function: { name: chatToolName(choice.name, choice.namespace) } };
   }
-  if (typeof choice.type === 'string' && offer.withdrawnTypes.has(choice.type)) throw unsupportedField('tool_choice', forcesWithdrawn);
+  const type: unknown = choice.type;
+  if (typeof type === 'string' && offer.withdrawnTypes.has(type)) throw unsupportedField('tool_choice', forcesWithdrawn);
   throw unsupportedField('tool_choice', `only function and custom tools can be chosen: ${BUILT_IN}.`);
 }
 
 /** `text.format` as chat's `response_format`; undefined for plain text (chat's default). */
-export function chatResponseFormat(text: unknown): Record<string, unknown> | undefined {
+export function chatResponseFormat(text: ResponsesTextConfig | null | undefined): ChatResponseFormat | undefined {
   if (!isJsonObject(text) || text.format === undefined || text.format === null) return undefined;
   const format = text.format;
   if (!isJsonObject(format)) throw invalidField('text.format', 'format must be an object.');
@@ -198,10 +219,10 @@ export function chatResponseFormat(text: unknown): Record<string, unknown> | und
     case 'json_schema': {
       if (typeof format.name !== 'string' || format.name === '') throw invalidField('text.format.name', 'name must be a non-empty string.');
       if (!isJsonObject(format.schema)) throw invalidField('text.format.schema', 'schema must be a JSON Schema object.');
-      const schema: Record<string, unknown> = { name: format.name, schema: format.schema };
-      if (typeof format.description === 'string') schema.description = format.description;
-      if (typeof format.strict === 'boolean') schema.strict = format.strict;
-      return { type: 'json_schema', json_schema: schema };
+      const jsonSchema: ChatResponseFormat['json_schema'] = { name: format.name, schema: format.schema };
+      if (typeof format.description === 'string') jsonSchema.description = format.description;
+      if (typeof format.strict === 'boolean') jsonSchema.strict = format.strict;
+      return { type: 'json_schema', json_schema: jsonSchema };
     }
     default:
       throw invalidField('text.format.type', 'type must be text, json_object or json_schema.');

@@ -8,11 +8,14 @@ import { JsonBodyGuard } from '../common/guards/json-body.guard';
 import { GatewayReply, GatewayRequest } from '../common/http/gateway-request';
 import { ErrorCode } from '../errors';
 import { ApiRoute } from '../openapi/api-route.decorator';
+import { NATIVE_ANSWER } from '../providers/chat-contract';
 import { Metered } from '../usage/metered.decorator';
 import { UsageMeter } from '../usage/usage-meter';
 import { createResponseBody } from './dto/responses.schema';
 import { newResponseBase, responseFromCompletion } from './response-body';
 import { ResponseEventStream } from './response-event-stream';
+import { NativeResponseStream } from './native-response-stream';
+import { ResponsesPassThroughRequest } from './responses-pass-through';
 import { ResponsesRequest, ResponsesRequestPipe } from './responses-request.pipe';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 
@@ -42,7 +45,13 @@ export class ResponsesController {
       content: { 'application/json': { type: 'object' }, 'text/event-stream': { type: 'string' } },
     },
   })
-  async create(@Req() req: GatewayRequest, @Res() res: GatewayReply, @Metered() meter: UsageMeter, @Body(ResponsesRequestPipe) request: ResponsesRequest): Promise<void> {
+  async create(
+    @Req() req: GatewayRequest,
+    @Res() res: GatewayReply,
+    @Metered() meter: UsageMeter,
+    @Body(ResponsesRequestPipe) request: ResponsesRequest | ResponsesPassThroughRequest,
+  ): Promise<void> {
+    if ('passedThrough' in request) return this.passThrough(req, res, meter, request);
     const { chat, echo, toolShapes, ignored } = request;
     const call = chatCall('/v1/responses', req, res.raw, meter, chat);
     this.ignoredParams.report('/v1/responses', res.raw, ignored);
@@ -51,6 +60,23 @@ export class ResponsesController {
     const answer = await this.chat.answer(call);
     if (answer.costUsd) res.raw.setHeader(COST_HEADER, answer.costUsd);
     res.code(200).send(responseFromCompletion(base, answer.body));
+    await answer.charge();
+  }
+
+  /**
+   * Passed through to `openai` upstreams (DESIGN.md section 12): OpenAI's own Response, or its events relayed, but for
+   * `model` (the catalog id) and `usage.cost` (the charge).
+   */
+  private async passThrough(req: GatewayRequest, res: GatewayReply, meter: UsageMeter, { chat, ignored }: ResponsesPassThroughRequest): Promise<void> {
+    const call = chatCall('/v1/responses', req, res.raw, meter, chat);
+    this.ignoredParams.report('/v1/responses', res.raw, ignored);
+    if (chat.stream) return this.chat.stream(call, new NativeResponseStream(new SseWriter(res.raw), chat.model.id));
+    const answer = await this.chat.answer(call);
+    if (answer.costUsd) res.raw.setHeader(COST_HEADER, answer.costUsd);
+    const native = answer.body[NATIVE_ANSWER] ?? {};
+    const cost = answer.body.usage?.cost;
+    const usage = cost === undefined || !native.usage ? native.usage : { ...(native.usage as object), cost };
+    res.code(200).send({ ...native, model: chat.model.id, usage });
     await answer.charge();
   }
 }

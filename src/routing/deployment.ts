@@ -1,5 +1,4 @@
 import type { CatalogEntry } from '../config/gateway-config.schema';
-import type { UpstreamProvider } from '../providers/upstream-provider';
 import { CircuitBreaker } from './circuit-breaker';
 
 /** Calls kept for a deployment's recent error rate and latency. */
@@ -14,9 +13,10 @@ export interface ServedBy {
 /**
  * One upstream serving one catalog model, with this replica's view of it: requests in flight, its circuit,
  * its counters (read by /metrics) and its last calls (read by GET /admin/v1/upstreams). Updated with plain
- * arithmetic on the hot path: nothing here allocates per request.
+ * arithmetic on the hot path: nothing here allocates per request. `U` is what it calls: its provider's
+ * interface for the model's kind.
  */
-export class Deployment {
+export class Deployment<U = unknown> {
   inFlight = 0;
   requests = 0;
   failures = 0;
@@ -35,7 +35,7 @@ export class Deployment {
     readonly name: string,
     /** The catalog entry as this deployment's provider sees it: its own provider and upstream_model. */
     readonly entry: CatalogEntry,
-    readonly upstream: UpstreamProvider,
+    readonly upstream: U,
     readonly weight: number,
     readonly priority: number,
     readonly breaker: CircuitBreaker,

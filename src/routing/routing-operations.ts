@@ -1,11 +1,14 @@
 import type { Readable } from 'node:stream';
 import {
   ChatRequestBody,
+  ChatUpstream,
   PassThrough,
+  SpeechUpstream,
   TokenCountUpstream,
   SpeechAudio,
   SpeechInput,
   TranscriptionInput,
+  TranscriptionUpstream,
   UpstreamChatJson,
   UpstreamChatStream,
   VerboseTranscription,
@@ -13,24 +16,27 @@ import {
 import type { ChatChunk } from '../providers/chat-contract';
 import type { Deployment } from './deployment';
 
-/** One kind of upstream call, sent to a chosen deployment. Module constants: nothing allocated per request. */
-export interface Operation<I, T> {
-  send(deployment: Deployment, input: I, signal: AbortSignal): Promise<T>;
+/** A chat deployment's provider: chat, and its own token count where it has one. */
+type ChatCalls = ChatUpstream & Partial<TokenCountUpstream>;
+
+/** One kind of upstream call, sent to a chosen deployment (whose provider serves U). Module constants: nothing allocated per request. */
+export interface Operation<U, I, T> {
+  send(deployment: Deployment<U>, input: I, signal: AbortSignal): Promise<T>;
   /** For an answer that streams on: calls `release` once its body has ended, however it ends. */
   holdUntilEnd?(answer: T, release: () => void): T;
 }
 
 /** The body as this deployment's upstream must see it: its own upstream_model. */
-function bodyFor(deployment: Deployment, body: ChatRequestBody): ChatRequestBody {
+function bodyFor(deployment: Deployment<ChatCalls>, body: ChatRequestBody): ChatRequestBody {
   const upstreamModel = deployment.entry.upstream_model;
   return body.model === upstreamModel ? body : { ...body, model: upstreamModel };
 }
 
-export const CHAT: Operation<ChatRequestBody, UpstreamChatJson> = {
+export const CHAT: Operation<ChatCalls, ChatRequestBody, UpstreamChatJson> = {
   send: (d, body, signal) => d.upstream.chat(d.entry, bodyFor(d, body), signal),
 };
 
-export const CHAT_STREAM: Operation<ChatRequestBody, UpstreamChatStream> = {
+export const CHAT_STREAM: Operation<ChatCalls, ChatRequestBody, UpstreamChatStream> = {
   send: (d, body, signal) => d.upstream.chatStream(d.entry, bodyFor(d, body), signal),
   holdUntilEnd: (chunks, release) => releasedAtEnd(chunks, release),
 };
@@ -42,19 +48,17 @@ export interface TokenCountInput {
   counted(): Promise<number>;
 }
 
-export const COUNT_TOKENS: Operation<TokenCountInput, Record<string, unknown>> = {
-  send: (d, { request, counted }, signal) => {
-    const counter = d.upstream as Partial<TokenCountUpstream>;
-    return counter.countTokens ? counter.countTokens(d.entry, request, signal) : counted().then((n) => ({ input_tokens: n }));
-  },
+export const COUNT_TOKENS: Operation<ChatCalls, TokenCountInput, Record<string, unknown>> = {
+  send: (d, { request, counted }, signal) =>
+    d.upstream.countTokens ? d.upstream.countTokens(d.entry, request, signal) : counted().then((n) => ({ input_tokens: n })),
 };
 
-export const TRANSCRIBE: Operation<TranscriptionInput, VerboseTranscription> = {
+export const TRANSCRIBE: Operation<TranscriptionUpstream, TranscriptionInput, VerboseTranscription> = {
   // The upload is a Buffer the gateway holds: each attempt sends it whole again.
   send: (d, input, signal) => d.upstream.transcribe(d.entry, input, signal),
 };
 
-export const SPEECH: Operation<SpeechInput, SpeechAudio> = {
+export const SPEECH: Operation<SpeechUpstream, SpeechInput, SpeechAudio> = {
   send: (d, input, signal) => d.upstream.speech(d.entry, input, signal),
   holdUntilEnd: (audio, release) => {
     onceClosed(audio.body, release);

@@ -15,7 +15,7 @@ import {
 } from '../providers/upstream-provider';
 import { Deployment, ServedBy } from './deployment';
 import { chooseDeployment, TriedSet, withTried } from './deployment-chooser';
-import { buildRoutes, Route } from './route';
+import { buildRoutes, Route, Routes } from './route';
 import { CHAT, CHAT_STREAM, COUNT_TOKENS, Operation, SPEECH, TokenCountInput, TRANSCRIBE } from './routing-operations';
 import { allDeploymentsOut, budgetSpent, countsAgainstDeployment, isRetryable } from './upstream-errors';
 
@@ -34,7 +34,7 @@ export interface ServedListener {
 @Injectable()
 export class UpstreamRouter {
   private readonly logger = new Logger(UpstreamRouter.name);
-  private readonly routes: Map<string, Route>;
+  private readonly routes: Routes;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, providers: ProviderRegistry, metrics: MetricsService) {
     this.routes = buildRoutes(config, providers);
@@ -42,38 +42,38 @@ export class UpstreamRouter {
   }
 
   chat(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal, served?: ServedListener): Promise<UpstreamChatJson> {
-    return this.call(model, CHAT, body, signal, served);
+    return this.call(this.routes.chat, model, CHAT, body, signal, served);
   }
 
   chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal, served?: ServedListener): Promise<UpstreamChatStream> {
-    return this.call(model, CHAT_STREAM, body, signal, served);
+    return this.call(this.routes.chat, model, CHAT_STREAM, body, signal, served);
   }
 
   /** Messages' count_tokens, by the deployment that would serve the request (its upstream's count, else `input.counted`). */
   countTokens(model: CatalogEntry, input: TokenCountInput, signal: AbortSignal, served?: ServedListener): Promise<Record<string, unknown>> {
-    return this.call(model, COUNT_TOKENS, input, signal, served);
+    return this.call(this.routes.chat, model, COUNT_TOKENS, input, signal, served);
   }
 
   transcribe(model: CatalogEntry, input: TranscriptionInput, signal: AbortSignal, served?: ServedListener): Promise<VerboseTranscription> {
-    return this.call(model, TRANSCRIBE, input, signal, served);
+    return this.call(this.routes.transcription, model, TRANSCRIBE, input, signal, served);
   }
 
   speech(model: CatalogEntry, input: SpeechInput, signal: AbortSignal, served?: ServedListener): Promise<SpeechAudio> {
-    return this.call(model, SPEECH, input, signal, served);
+    return this.call(this.routes.speech, model, SPEECH, input, signal, served);
   }
 
   /** Every deployment of every model, in catalog order. */
   deployments(): Deployment[] {
-    return [...this.routes.values()].flatMap((r) => r.deployments);
+    return this.routes.all.flatMap((r) => r.deployments);
   }
 
-  private call<I, T>(model: CatalogEntry, op: Operation<I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
-    const route = this.routes.get(model.id)!;
+  private call<U, I, T>(routes: Map<string, Route<U>>, model: CatalogEntry, op: Operation<U, I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
+    const route = routes.get(model.id)!;
     return route.single ? this.callOnce(route.single, op, input, signal, served) : this.callRouted(model, route, op, input, signal, served);
   }
 
   /** A model with one provider/upstream_model pair: one attempt, no circuit, as before routing existed. */
-  private async callOnce<I, T>(d: Deployment, op: Operation<I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
+  private async callOnce<U, I, T>(d: Deployment<U>, op: Operation<U, I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
     served?.describe(d.servedFirst);
     const startedAt = performance.now();
     let failed = false;
@@ -90,7 +90,7 @@ export class UpstreamRouter {
     }
   }
 
-  private async callRouted<I, T>(model: CatalogEntry, route: Route, op: Operation<I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
+  private async callRouted<U, I, T>(model: CatalogEntry, route: Route<U>, op: Operation<U, I, T>, input: I, signal: AbortSignal, served?: ServedListener): Promise<T> {
     const { deployments } = route;
     const startedAt = Date.now();
     let triedSet: TriedSet = 0;
@@ -154,7 +154,7 @@ export class UpstreamRouter {
   /** GET /admin/v1/upstreams: each deployment as an operator reads it. */
   status() {
     const now = Date.now();
-    return [...this.routes.values()].flatMap((route) =>
+    return this.routes.all.flatMap((route) =>
       route.deployments.map((d) => {
         const recent = d.recent();
         const { model, name: deployment, priority, weight, inFlight: in_flight } = d;

@@ -16,6 +16,9 @@ export interface UsageRecordSink {
   writeCharged(record: UsageRecordValues, charge: ChargeWriter): void;
 }
 
+/** Told of a request's record once its write is under way, with the cost charged in µUSD (0: uncharged): its trace span. */
+export type RecordListener = (record: UsageRecordValues, costMicros: bigint) => void;
+
 /** The model a record names for a request that `servedId` served and whose body asked for `requested` (CatalogService). */
 export interface RecordedModel {
   recordedModel(servedId: string, requested: unknown): string;
@@ -36,6 +39,9 @@ export interface ServedRequest {
   deployment?: string;
   /** Upstream attempts it took. */
   attempts?: number;
+  /** The answer's id and model as the upstream sent them (the request's trace span names them). */
+  responseId?: string;
+  responseModel?: string;
 }
 
 /**
@@ -51,6 +57,9 @@ export class UsageMeter {
   private audioSeconds = 0;
   private deployment: string | null = null;
   private attempts: number | null = null;
+  private responseId: string | null = null;
+  private responseModel: string | null = null;
+  private recordListener: RecordListener | null = null;
   private tokens: TokenUsage = NO_TOKENS;
   private pricedAs: PricedAs | null = null;
   private errorCode: string | null = null;
@@ -87,6 +96,18 @@ export class UsageMeter {
     if (served.audioSeconds !== undefined) this.audioSeconds = served.audioSeconds;
     if (served.deployment !== undefined) this.deployment = served.deployment;
     if (served.attempts !== undefined) this.attempts = served.attempts;
+    if (served.responseId !== undefined) this.responseId = served.responseId;
+    if (served.responseModel !== undefined) this.responseModel = served.responseModel;
+  }
+
+  /** The answer's id and model as the upstream sent them; null until known. */
+  get answer(): { id: string | null; model: string | null } {
+    return { id: this.responseId, model: this.responseModel };
+  }
+
+  /** `listener` is told of the record once it is complete, with its charge (src/usage/request-span.interceptor.ts). */
+  whenRecorded(listener: RecordListener): void {
+    this.recordListener = listener;
   }
 
   /** What the handler described and whether it failed, so far (the Idempotency-Key's record of a first answer). */
@@ -119,8 +140,13 @@ export class UsageMeter {
     if (!this.handlerDone || status === null || this.written) return;
     this.written = true;
     const record = this.record(status);
-    if (this.charge) this.sink.writeCharged(record, this.charge);
-    else this.sink.writeUncharged(record);
+    const listener = this.recordListener;
+    if (this.charge) {
+      this.sink.writeCharged(record, listener ? toldOfCharge(this.charge, listener) : this.charge);
+    } else {
+      this.sink.writeUncharged(record);
+      if (listener) tellQuietly(listener, record, 0n);
+    }
   }
 
   private record(status: number): UsageRecordValues {
@@ -159,6 +185,29 @@ export class UsageMeter {
       attempts: this.attempts,
       ...pricedColumns(this.pricedAs),
     };
+  }
+}
+
+/** The charge, telling `listener` what it charged (0 when it failed: the record is then written uncharged). */
+function toldOfCharge(charge: ChargeWriter, listener: RecordListener): ChargeWriter {
+  return (record) =>
+    charge(record).then(
+      (micros) => {
+        tellQuietly(listener, record, micros);
+        return micros;
+      },
+      (err: unknown) => {
+        tellQuietly(listener, record, 0n);
+        throw err;
+      },
+    );
+}
+
+function tellQuietly(listener: RecordListener, record: UsageRecordValues, micros: bigint): void {
+  try {
+    listener(record, micros);
+  } catch {
+    // After the charge committed: a listener's failure (a span that could not end) must not pass for the charge's.
   }
 }
 

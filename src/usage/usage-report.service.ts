@@ -1,25 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ErrorCode, GatewayError } from '../errors';
 import { microsToUsd } from '../common/money';
 import { monthKey } from '../common/month';
 import { CatalogService } from '../models/catalog.service';
+import { LATEST_LIMIT, LatestFilters, latestPage, LatestPageQuery, renderToolUses, TOKEN_CLASSES, UsagePeriod } from './latest-requests';
 import type { ToolUse } from './usage-record';
 
-/** How many of the latest requests a summary holds; the rest are read page by page with `latestPage`. */
-export const LATEST_LIMIT = 50;
-
-export interface UsagePeriod {
-  from: Date;
-  to: Date;
-}
-
-export interface LatestPageQuery {
-  /** The request id of the last row already shown: the page starts with the request before it. */
-  after?: string;
-  limit: number;
-}
+export { LATEST_LIMIT, type LatestFilters, type LatestPageQuery, type UsagePeriod } from './latest-requests';
 
 interface TotalsRow {
   requests: string;
@@ -43,6 +31,8 @@ interface KeyRow {
   revoked_at: Date | null;
   monthly_limit_micros: string | null;
   month_spend_micros: string | null;
+  rpm: number | null;
+  tpm: number | null;
 }
 
 interface StatusCountRow {
@@ -110,12 +100,12 @@ export class UsageReportService {
       ),
       // Each key's spend this UTC month against its own limit (key controls), whatever the period asked for.
       this.db.query(
-        `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, k.monthly_limit_micros,
+        `SELECT u.key_id, k.name AS key_name, k.display_prefix, k.revoked_at, k.monthly_limit_micros, k.rpm, k.tpm,
                 (SELECT c.spend_micros FROM key_monthly_counters c WHERE c.budget_id = k.budget_id AND c.month = $4) AS month_spend_micros,
                 ${totalsColumns('u.')}
            FROM usage_records u JOIN api_keys k ON k.id = u.key_id
           WHERE u.account_id = $1 AND u.created_at >= $2 AND u.created_at < $3
-          GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at, k.monthly_limit_micros, k.budget_id ORDER BY u.key_id`,
+          GROUP BY u.key_id, k.name, k.display_prefix, k.revoked_at, k.monthly_limit_micros, k.rpm, k.tpm, k.budget_id ORDER BY u.key_id`,
         [...params, monthKey()],
       ),
       // Ids outside the catalog (refused requests: any string a client sent) make one row, so junk cannot widen the
@@ -150,6 +140,8 @@ export class UsageReportService {
         revoked_at: r.revoked_at?.toISOString() ?? null,
         monthly_limit_usd: r.monthly_limit_micros === null ? null : microsToUsd(r.monthly_limit_micros),
         month_spend_usd: microsToUsd(r.month_spend_micros ?? 0),
+        rpm: r.rpm,
+        tpm: r.tpm,
         ...renderTotals(r),
       })),
       by_model: byModel.map((r: TotalsRow & { model: string | null; unknown: boolean }) => ({
@@ -164,35 +156,12 @@ export class UsageReportService {
     };
   }
 
-  /**
-   * The account's requests of the period, newest first, `limit` at a time. `after` is the request id of
-   * the last row of the previous page; one that is not among this account's requests is refused (400),
-   * so that a stale or foreign cursor never reads as an empty page.
-   */
-  async latestPage(accountId: string, period: UsagePeriod, page: LatestPageQuery) {
-    const params: unknown[] = [accountId, period.from, period.to, page.limit + 1];
-    let beforeCursor = '';
-    if (page.after !== undefined) {
-      const [cursor] = await this.db.query(`SELECT id FROM usage_records WHERE request_id = $1 AND account_id = $2`, [page.after, accountId]);
-      if (!cursor) throw new GatewayError(ErrorCode.InvalidRequest, `after must be the request id of one of this account's requests.`, 'after');
-      params.push(cursor.id);
-      // The plain bound on created_at narrows the index range; the row comparison breaks ties within one instant.
-      beforeCursor = `AND created_at <= (SELECT created_at FROM usage_records WHERE id = $5)
-                      AND (created_at, id) < (SELECT created_at, id FROM usage_records WHERE id = $5)`;
-    }
-    const rows: Record<string, unknown>[] = await this.db.query(
-      `SELECT request_id, key_id, model, endpoint, status, error_code, prompt_tokens, completion_tokens, ${TOKEN_CLASSES.join(', ')},
-              audio_seconds, input_chars, cost_micros, latency_ms, streamed, price_variants, tool_uses, created_at
-         FROM usage_records WHERE ${IN_PERIOD} ${beforeCursor}
-        ORDER BY created_at DESC, id DESC LIMIT $4`,
-      params,
-    );
-    return { object: 'list' as const, data: rows.slice(0, page.limit).map(renderRequest), has_more: rows.length > page.limit };
+  /** A page of the account's requests of the period, newest first (src/usage/latest-requests.ts). */
+  latestPage(accountId: string, period: UsagePeriod, page: LatestPageQuery, filters: LatestFilters = {}, withKeys = false) {
+    return latestPage(this.db, accountId, period, page, filters, withKeys);
   }
 }
 
-/** The token classes (DESIGN.md section 10): parts of the prompt and completion tokens (the 1-hour cache writes: of the cache writes), shown beside them. */
-const TOKEN_CLASSES = ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'audio_input_tokens', 'audio_output_tokens'] as const;
 const SUMMED = ['prompt_tokens', 'completion_tokens', ...TOKEN_CLASSES, 'audio_seconds', 'input_chars', 'cost_micros'];
 
 function totalsColumns(tableAlias: string): string {
@@ -247,39 +216,4 @@ function renderEndpoints(rows: StatusCountRow[]) {
 function catalogNames(catalog: CatalogService): [string[], string[]] {
   const { exact, like } = catalog.names();
   return [exact, like];
-}
-
-function renderRequest(r: Record<string, unknown>) {
-  return {
-    request_id: r.request_id,
-    key_id: r.key_id,
-    model: r.model,
-    endpoint: r.endpoint,
-    status: r.status,
-    error_code: r.error_code,
-    prompt_tokens: r.prompt_tokens,
-    completion_tokens: r.completion_tokens,
-    cached_tokens: r.cached_tokens,
-    cache_write_tokens: r.cache_write_tokens,
-    cache_write_1h_tokens: r.cache_write_1h_tokens,
-    reasoning_tokens: r.reasoning_tokens,
-    audio_input_tokens: r.audio_input_tokens,
-    audio_output_tokens: r.audio_output_tokens,
-    audio_seconds: Number(r.audio_seconds),
-    input_chars: r.input_chars,
-    cost_usd: microsToUsd(r.cost_micros as string),
-    latency_ms: r.latency_ms,
-    streamed: r.streamed,
-    // How the charge was priced beyond the flat prices (DESIGN.md section 12.2): the variants' `when`, the tools' uses.
-    price_variants: r.price_variants ?? [],
-    tool_uses: renderToolUses(r.tool_uses as Record<string, ToolUse> | null),
-    created_at: (r.created_at as Date).toISOString(),
-  };
-}
-
-/** Each server tool's uses and their fees in USD (six decimals), by tool. */
-function renderToolUses(tools: Record<string, ToolUse> | null): Record<string, { uses: number; cost_usd: string }> {
-  const rendered: Record<string, { uses: number; cost_usd: string }> = {};
-  for (const [name, { uses, micros }] of Object.entries(tools ?? {})) rendered[name] = { uses: Number(uses), cost_usd: microsToUsd(micros) };
-  return rendered;
 }

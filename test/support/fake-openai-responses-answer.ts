@@ -15,7 +15,24 @@ export type OutputItem =
   | { id: string; type: 'reasoning'; encrypted_content?: string; summary: { type: 'summary_text'; text: string }[] }
   | { id: string; type: 'message'; status: ItemStatus; content: MessagePart[]; role: 'assistant' }
   | { id: string; type: 'function_call'; status: ItemStatus; arguments: string; call_id: string; name: string }
-  | { id: string; type: 'custom_tool_call'; call_id: string; name: string; input: string };
+  | { id: string; type: 'custom_tool_call'; call_id: string; namespace?: string; name: string; input: string }
+  | { id: string; type: 'web_search_call'; status: 'completed'; action: WebSearchAction };
+
+/** A search's action as OpenAI reports it (WebSearchActionSearch): the query, and its sources when the request includes them. */
+export interface WebSearchAction {
+  type: 'search';
+  query: string;
+  sources?: { type: 'url'; url: string }[];
+}
+
+/** A web search the fake runs (FakeResponsesApi.webSearches): its query and the pages it found. */
+export interface FakeWebSearch {
+  query: string;
+  sources?: string[];
+}
+
+/** The web search tool under its current and dated names (WebSearchTool, WebSearchPreviewTool in the schema). */
+const WEB_SEARCH_TOOLS = new Set(['web_search', 'web_search_preview', 'web_search_2025_08_26', 'web_search_preview_2025_03_11']);
 
 export interface ResponseObject extends Record<string, unknown> {
   id: string;
@@ -41,18 +58,22 @@ export interface PlanOptions {
   /** Encrypted reasoning without `include: ["reasoning.encrypted_content"]` (FakeResponsesApi.encryptedContentByDefault). */
   encryptedByDefault: boolean;
   servedTier: string;
+  /** The searches to run when the request offers the web search tool (none otherwise, as OpenAI's model cannot search then). */
+  webSearches: FakeWebSearch[];
 }
 
 /**
  * The answer to `body`: a reasoning item when the reply has reasoning (its summary only when the request asks
- * `reasoning.summary`, its encrypted_content when it includes `reasoning.encrypted_content`), then the function and
- * custom tool calls, or else a message with the text (or refusal). `max_output_tokens` below the reply's tokens cuts the
+ * `reasoning.summary`, its encrypted_content when it includes `reasoning.encrypted_content`), a `web_search_call` item per
+ * search when the request offers the web search tool, then the function and custom tool calls, or else a message with the
+ * text (or refusal). `max_output_tokens` below the reply's tokens cuts the
  * text to that many words and tokens, drops the calls, and makes the response `incomplete` (reason `max_output_tokens`).
  */
 export function planResponse(body: Record<string, any>, reply: FakeReply, options: PlanOptions): PlannedResponse {
   const limit = typeof body.max_output_tokens === 'number' && body.max_output_tokens < reply.completionTokens ? body.max_output_tokens : null;
   const output: OutputItem[] = [];
   if (reply.reasoning) output.push(reasoningItem(body, reply.reasoning.summary, options));
+  output.push(...webSearchItems(body, options.webSearches));
   const calls = limit === null ? callItems(reply) : [];
   if (calls.length) output.push(...calls);
   else output.push(messageItem(reply, limit));
@@ -91,9 +112,32 @@ function reasoningItem(body: Record<string, any>, summary: string[], options: Pl
   };
 }
 
+/**
+ * The searches run, each a completed `web_search_call` item (`ws_…`, WebSearchToolCall): `action.sources` only when the
+ * request includes `web_search_call.action.sources`, as OpenAI documents that include.
+ */
+function webSearchItems(body: Record<string, any>, searches: FakeWebSearch[]): OutputItem[] {
+  const tools: unknown[] = Array.isArray(body.tools) ? body.tools : [];
+  if (!tools.some((tool: any) => WEB_SEARCH_TOOLS.has(tool?.type))) return [];
+  const withSources = Array.isArray(body.include) && body.include.includes('web_search_call.action.sources');
+  return searches.map(({ query, sources = [] }) => ({
+    id: newId('ws'),
+    type: 'web_search_call',
+    status: 'completed',
+    action: { type: 'search', query, ...(withSources ? { sources: sources.map((url) => ({ type: 'url' as const, url })) } : {}) },
+  }));
+}
+
 function callItems(reply: FakeReply): OutputItem[] {
   const functions: OutputItem[] = (reply.toolCalls ?? []).map((call) => ({ id: newId('fc'), type: 'function_call', status: 'completed', arguments: call.arguments, call_id: call.id, name: call.name }));
-  const customs: OutputItem[] = (reply.customToolCalls ?? []).map((call) => ({ id: newId('ctc'), type: 'custom_tool_call', call_id: call.id, name: call.name, input: call.input }));
+  const customs: OutputItem[] = (reply.customToolCalls ?? []).map((call) => ({
+    id: newId('ctc'),
+    type: 'custom_tool_call',
+    call_id: call.id,
+    ...(call.namespace === undefined ? {} : { namespace: call.namespace }),
+    name: call.name,
+    input: call.input,
+  }));
   return [...functions, ...customs];
 }
 

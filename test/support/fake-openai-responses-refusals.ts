@@ -115,3 +115,15 @@ export function encryptedContentRefusal(content: string): OpenAiRefusal {
   const quoted = `${content.slice(0, 4)}...${content.slice(-4)}`;
   return refusal(400, `The encrypted content ${quoted} could not be verified. Reason: Encrypted content could not be decrypted or parsed.`, null, 'invalid_encrypted_content');
 }
+
+/**
+ * A tool's output in `input` whose `call_id` no call of its kind in `input` has: OpenAI's 400, word for word as
+ * github.com/continuedev/continue/issues/10092 quotes it whole for a function_call_output ("No tool call found for function
+ * call output with call_id call_….", param `input`, code null; the same sentence in
+ * community.openai.com/t/issue-with-new-responses-api-400-no-tool-call-found-for-function-call-output-with-call-id/1142327).
+ * No public quote has it for a custom_tool_call_output: the same sentence with that item's name.
+ */
+export function toolCallNotFound(itemType: 'function_call_output' | 'custom_tool_call_output', callId: string): OpenAiRefusal {
+  const output = itemType === 'function_call_output' ? 'function call output' : 'custom tool call output';
+  return refusal(400, `No tool call found for ${output} with call_id ${callId}.`, 'input', null);
+}

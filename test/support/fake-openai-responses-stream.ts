@@ -9,7 +9,8 @@ import { StreamAnswerContext, writeEventStream } from './fake-event-stream';
  * The SSE events of a streamed Response, named and ordered as OpenAI sends them
  * (https://developers.openai.com/api/reference/resources/responses/streaming-events, ResponseStreamEvent in
  * ../shared/openai-openapi.yaml): `response.created`, `response.in_progress`, then per output item
- * `response.output_item.added`, its parts and deltas, `response.output_item.done`, and last `response.completed` (or
+ * `response.output_item.added`, its parts and deltas (a web search's `response.web_search_call.in_progress`, `.searching`
+ * and `.completed`), `response.output_item.done`, and last `response.completed` (or
  * `response.incomplete`). Every event has `sequence_number` (0, 1, 2, …) and is framed `event: <type>` + `data: <json>`;
  * there is no `[DONE]`. Deltas carry `obfuscation` padding unless `stream_options.include_obfuscation` is false.
  */
@@ -46,6 +47,10 @@ export function responseEvents(planned: PlannedResponse, shape: StreamShape): St
     } else if (item.type === 'message') {
       emit('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } });
       item.content.forEach((part, content_index) => messagePartEvents(part, { ...at, content_index }, emit, delta));
+    } else if (item.type === 'web_search_call') {
+      // The search as it runs: added in progress (its action not yet known), then its three steps, then done with the action.
+      emit('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', action: { type: 'search' } } });
+      for (const step of ['in_progress', 'searching', 'completed']) emit(`response.web_search_call.${step}`, { output_index, item_id: item.id });
     } else if (item.type === 'function_call') {
       emit('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', arguments: '' } });
       for (const piece of cut(item.arguments, shape.pieces)) delta('response.function_call_arguments.delta', at, piece);

@@ -1,5 +1,5 @@
 import { FakeReply, ProjectTier, RecordedRequest, ResponsesRecord, servedServiceTier } from './fake-openai-wire';
-import { planResponse } from './fake-openai-responses-answer';
+import { FakeWebSearch, planResponse, ResponseObject } from './fake-openai-responses-answer';
 import { newReasoningKey, openReasoning } from './fake-openai-responses-reasoning';
 import {
   DEFAULT_RESPONSES_ONLY_MODELS,
@@ -10,6 +10,7 @@ import {
   previousResponseNotFound,
   responsesBodyProblem,
   responsesOnlyRefusal,
+  toolCallNotFound,
   UNPARSEABLE_BODY,
 } from './fake-openai-responses-refusals';
 import { responseEvents, ResponsesAnswerContext, writeJsonAnswer, writeResponseEvents } from './fake-openai-responses-stream';
@@ -24,6 +25,7 @@ import { responseEvents, ResponsesAnswerContext, writeJsonAnswer, writeResponseE
  */
 
 export type { ResponsesAnswerContext } from './fake-openai-responses-stream';
+export type { FakeWebSearch, ResponseObject } from './fake-openai-responses-answer';
 export { DEFAULT_RESPONSES_ONLY_MODELS } from './fake-openai-responses-refusals';
 
 /**
@@ -56,10 +58,17 @@ export class FakeResponsesApi {
   undocumentedFields = new Set(UNDOCUMENTED_FIELDS);
   /** The reply to each request chosen from its body (undefined: the fake's `reply`), for a scripted tool loop. */
   replyFor: ((body: Record<string, any>) => FakeReply | undefined) | null = null;
+  /**
+   * The web searches OpenAI's platform runs for a request that offers the web search tool: a completed `web_search_call`
+   * item each, before the answer (streamed with `response.web_search_call.in_progress`, `.searching`, `.completed`).
+   */
+  webSearches: FakeWebSearch[] = [];
   /** The key of the reasoning the fake issues; another key's reasoning does not verify. */
   reasoningKey: Buffer = newReasoningKey();
   /** Ids of the responses and output items answered with `store` on: all that previous_response_id or an item by id may name. */
   readonly stored = new Set<string>();
+  /** Every response answered since the last reset, in order, as its final event carries it: what a client was given back. */
+  readonly answered: ResponseObject[] = [];
 
   constructor(private readonly host: ResponsesHost) {}
 
@@ -70,7 +79,9 @@ export class FakeResponsesApi {
     this.encryptedContentByDefault = false;
     this.undocumentedFields = new Set(UNDOCUMENTED_FIELDS);
     this.replyFor = null;
+    this.webSearches = [];
     this.stored.clear();
+    this.answered.splice(0);
   }
 
   /**
@@ -94,8 +105,9 @@ export class FakeResponsesApi {
     const body: Record<string, any> = record.body;
     const reply = this.replyFor?.(body) ?? this.host.reply;
     const servedTier = servedServiceTier(body.service_tier, this.host.downgradePriority, this.host.projectTier);
-    const planned = planResponse(body, reply, { reasoningKey: this.reasoningKey, encryptedByDefault: this.encryptedContentByDefault, servedTier });
+    const planned = planResponse(body, reply, { reasoningKey: this.reasoningKey, encryptedByDefault: this.encryptedContentByDefault, servedTier, webSearches: this.webSearches });
     if (record.responses) record.responses.responseId = planned.response.id;
+    this.answered.push(planned.response);
     if (body.store !== false) [planned.response, ...planned.response.output].forEach(({ id }) => this.stored.add(id));
     if (body.stream !== true) return writeJsonAnswer(planned.response, ctx);
     const obfuscate = body.stream_options?.include_obfuscation !== false;
@@ -116,8 +128,9 @@ export class FakeResponsesApi {
 
   /**
    * What the request asked (ResponsesRecord), and the first refusal its state asks for: a previous_response_id not stored
-   * (400), then in input order a reasoning item whose encrypted_content the fake did not issue (400), or an item given
-   * by id only (a reasoning item without encrypted_content, an `item_reference`) that it did not store (404).
+   * (400), then in input order a reasoning item whose encrypted_content the fake did not issue (400), an item given by id
+   * only (a reasoning item without encrypted_content, an `item_reference`) that it did not store (404), or a tool's output
+   * whose call_id no call of its kind in `input` has (400: OpenAI pairs them within the request).
    */
   private inputProblems(body: Record<string, unknown>): { asked: ResponsesRecord; problem: OpenAiRefusal | null } {
     const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : null;
@@ -131,6 +144,7 @@ export class FakeResponsesApi {
     };
     let problem = previous !== null && !this.stored.has(previous) ? previousResponseNotFound(previous) : null;
     const items: Item[] = Array.isArray(body.input) ? body.input.filter(isObject) : [];
+    const calls = { function_call_output: callIds(items, 'function_call'), custom_tool_call_output: callIds(items, 'custom_tool_call') };
     for (const item of items) {
       const id = typeof item.id === 'string' ? item.id : null;
       if (item.type === 'reasoning') {
@@ -142,11 +156,18 @@ export class FakeResponsesApi {
         if (!encrypted && id !== null && !this.stored.has(id)) problem ??= itemNotFound(id);
       } else if ((item.type === 'item_reference' || item.type === undefined || item.type === null) && id !== null && !('role' in item) && !this.stored.has(id)) {
         problem ??= itemNotFound(id);
+      } else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
+        if (!calls[item.type].has(item.call_id)) problem ??= toolCallNotFound(item.type, String(item.call_id));
       }
     }
     asked.reasoningIntact = asked.reasoningItems.length ? asked.reasoningItems.every((r) => r.intact) : null;
     return { asked, problem };
   }
+}
+
+/** The call_ids of the input's calls of this type. */
+function callIds(items: Item[], type: string): Set<unknown> {
+  return new Set(items.filter((item) => item.type === type).map((item) => item.call_id));
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

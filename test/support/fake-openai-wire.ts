@@ -152,8 +152,11 @@ export interface FakeReply {
   stopReason?: string;
   /** Responses only: a `reasoning` output item first, with these summary parts when the request asks `reasoning.summary`. */
   reasoning?: { summary: string[] };
-  /** Responses only: `custom_tool_call` items (`call_id` is `id`), after any function calls; streamed in `argumentPieces` input deltas. */
-  customToolCalls?: { id: string; name: string; input: string }[];
+  /**
+   * Responses only: `custom_tool_call` items (`call_id` is `id`; `namespace` when the tool was offered in a namespace tool,
+   * as Codex's `functions.exec`), after any function calls; streamed in `argumentPieces` input deltas.
+   */
+  customToolCalls?: { id: string; name: string; input: string; namespace?: string }[];
 }
 
 export interface RecordedFile {

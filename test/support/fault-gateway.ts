@@ -1,6 +1,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { GATEWAY_COMMAND } from './built-gateway';
+import { exitWithOutput } from './child-exit';
 
 const REPO_ROOT = resolve(__dirname, '../..');
 const OUTPUT_KEPT_CHARS = 64 * 1024;
@@ -19,7 +21,7 @@ export interface ExitStatus {
 }
 
 /**
- * One gateway replica as a separate process (`src/main.ts` through ts-node), as an operator runs it:
+ * One gateway replica as a separate process (the built `dist/src/main.js`), as an operator runs it:
  * its own event loop, its own pools, so that a fault which ends it cannot hide behind the test's process.
  * Its stdout and stderr are kept (the last 64 KiB, and all of it in `logFile`) to explain a failing test.
  */
@@ -32,19 +34,19 @@ export class GatewayProcess {
   private readonly exited: Promise<ExitStatus>;
 
   constructor(readonly options: GatewayProcessOptions) {
-    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
+    const [command, args] = GATEWAY_COMMAND;
+    this.child = spawn(command, args, {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TS_NODE_PROJECT: 'tsconfig.json', ...options.env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.on('data', (chunk: Buffer) => this.keep(chunk.toString('utf8')));
     this.child.stderr!.on('data', (chunk: Buffer) => this.keep(chunk.toString('utf8')));
-    this.exited = new Promise((resolveExit) => {
-      this.child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        this.keep(`\n[process exited: code ${code}, signal ${signal}]\n`);
-        resolveExit(this.exit);
-      });
+    this.child.once('exit', (code, signal) => (this.exit = { code, signal }));
+    // Resolves once its output is read to the end too, so that a log read after a stop or a kill is whole.
+    this.exited = exitWithOutput(this.child).then((status) => {
+      this.keep(`\n[process exited: code ${status.code}, signal ${status.signal}]\n`);
+      return status;
     });
   }
 

@@ -117,6 +117,16 @@ function successProblems(r: FuzzRequest, a: Answer): string[] {
   if (r.path.startsWith('/dashboard/api/accounts')) {
     return Array.isArray(body) && body.every((x) => isRecord(x) && typeof x.id === 'string' && typeof x.name === 'string') ? [] : ['dashboard 2xx is not a list of accounts'];
   }
+  if (r.path.startsWith('/dashboard/api/overview')) {
+    const lists = ['top_spenders', 'near_limit', 'low_credits', 'highest_error_rate'];
+    const shaped = isRecord(body) && body.object === 'overview' && isRecord(body.totals) && lists.every((l) => Array.isArray(body[l]));
+    return shaped ? [] : [`overview 2xx is not an overview: ${a.text.slice(0, 200)}`];
+  }
+  if (r.path.startsWith('/admin/v1/audit')) {
+    const page = isRecord(body) && body.object === 'list' && typeof body.has_more === 'boolean' && Array.isArray(body.data);
+    const rows = page && (body.data as unknown[]).every((x) => isRecord(x) && typeof x.id === 'string' && typeof x.action === 'string' && x.actor === 'admin');
+    return rows ? [] : [`audit 2xx is not a page of audit rows: ${a.text.slice(0, 200)}`];
+  }
   if (/\/usage(\?|$)/.test(r.path)) {
     return isRecord(body) && typeof body.account_id === 'string' && isRecord(body.totals) ? [] : [`usage 2xx is not a usage summary: ${a.text.slice(0, 200)}`];
   }

@@ -324,5 +324,21 @@ export function queryRoutes(targets: FuzzTargets): Record<string, fc.Arbitrary<F
     'GET /v1/usage': get('usage', fc.constant(['/v1/usage', []]), 'apiKey', queryOf({ from: queryDate, to: queryDate })),
     'GET /admin/v1/accounts/:id/usage': get('admin', accountPath(targets, '/usage'), 'admin', queryOf({ from: queryDate, to: queryDate })),
     'GET /dashboard/api/accounts': get('dashboard', fc.constant(['/dashboard/api/accounts', []]), 'admin', queryOf({ q: search })),
+    'GET /dashboard/api/overview': get('dashboard', fc.constant(['/dashboard/api/overview', []]), 'admin', queryOf({ from: queryDate, to: queryDate })),
+    'GET /admin/v1/audit': get('admin', fc.constant(['/admin/v1/audit', []]), 'admin', queryOf(auditQuery(targets))),
+  };
+}
+
+/** GET /admin/v1/audit's parameters: mostly the target account, whole numbers around the bounds, and raw values. */
+function auditQuery(targets: FuzzTargets): Record<string, fc.Arbitrary<[string, string[]]>> {
+  const number = (min: bigint, max: bigint) => fc.bigInt({ min, max }).map((n): [string, string[]] => [String(n), []]);
+  return {
+    account_id: fc.oneof(
+      { weight: 4, arbitrary: fc.constant<[string, string[]]>([targets.adminAccountId, []]) },
+      { weight: 1, arbitrary: fc.uuid().map((id): [string, string[]] => [id, ['unknown account id']]) },
+      { weight: 1, arbitrary: rawQueryValue() },
+    ),
+    limit: fc.oneof({ weight: 3, arbitrary: number(-5n, 250n) }, { weight: 1, arbitrary: rawQueryValue() }),
+    before: fc.oneof({ weight: 3, arbitrary: number(-1n, 2n ** 64n) }, { weight: 1, arbitrary: rawQueryValue() }),
   };
 }

@@ -2,19 +2,20 @@ import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
+import { GATEWAY_COMMAND } from './built-gateway';
+import { exitWithOutput } from './child-exit';
 
 const ROOT = join(__dirname, '../..');
 const STARTUP_TIMEOUT_MS = 90_000;
-const MAIN_TS: [string, string[]] = [process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts']];
 
 export interface GatewayMainOptions {
-  /** What to run in the project's folder; `src/main.ts` through ts-node by default (e.g. `npm start`). */
+  /** What to run in the project's folder; the built `dist/src/main.js` by default (e.g. `npm start`). */
   command?: [string, string[]];
   /** In a process group of its own, so that `signal` reaches npm, its shell and node alike. */
   processGroup?: boolean;
 }
 
-/** The real `src/main.ts` in a child process, as `npm start` runs it, with only the environment given. */
+/** The real gateway (`dist/src/main.js`) in a child process, as `npm start` runs it, with only the environment given. */
 export class GatewayMain {
   readonly child: ChildProcessWithoutNullStreams;
   readonly spawnedAt = Date.now();
@@ -23,9 +24,11 @@ export class GatewayMain {
   /** Resolves with the exit code once the process has ended. */
   readonly exited: Promise<number | null>;
   exitedAt: number | undefined;
+  /** The process has exited and its output has been read to the end. */
+  private drained = false;
 
   constructor(env: Record<string, string>, private readonly options: GatewayMainOptions = {}) {
-    const [command, args] = options.command ?? MAIN_TS;
+    const [command, args] = options.command ?? GATEWAY_COMMAND;
     this.child = spawn(command, args, {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', ...env },
@@ -33,12 +36,11 @@ export class GatewayMain {
     });
     this.child.stdout.on('data', (d) => (this.stdout += d));
     this.child.stderr.on('data', (d) => (this.stderr += d));
-    this.exited = new Promise((resolve) =>
-      this.child.on('exit', (code) => {
-        this.exitedAt = Date.now();
-        resolve(code);
-      }),
-    );
+    this.child.once('exit', () => (this.exitedAt = Date.now()));
+    this.exited = exitWithOutput(this.child).then(({ code }) => {
+      this.drained = true;
+      return code;
+    });
   }
 
   /** Resolves with the first match of `pattern` in stdout, failing if the process exits first. */
@@ -47,7 +49,7 @@ export class GatewayMain {
     for (;;) {
       const match = this.stdout.match(pattern);
       if (match) return match;
-      if (this.exitedAt !== undefined || Date.now() > deadline) {
+      if (this.drained || Date.now() > deadline) {
         throw new Error(`no ${pattern} (exit ${this.child.exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
       }
       await new Promise((r) => setTimeout(r, 50));

@@ -22,11 +22,14 @@ const REQUESTS: OpenAiRequestSchema[] = ['CreateChatCompletionRequest', 'CreateS
 /**
  * Where OpenAI's API takes what its published schema refuses, seen from its own client: the Codex CLI sends its history
  * back without the items' `id` (`skip_serializing`), an assistant message without `status` and its text as
- * `{type: "output_text", text}` (codex-rs/protocol/src/models.rs, github.com/openai/codex), and OpenAI serves it.
+ * `{type: "output_text", text}`, a reasoning item's `content` as `null` when it has no reasoning text (0.171.0 does on
+ * every tool loop: `should_serialize_reasoning_content`) (codex-rs/protocol/src/models.rs, github.com/openai/codex), and
+ * OpenAI serves it.
  */
 const optional = (...fields: string[]) => (schema: any) => ({ ...schema, required: (schema.required ?? []).filter((f: string) => !fields.includes(f)) });
+const nullable = (field: string) => (schema: any) => ({ ...schema, properties: { ...schema.properties, [field]: { anyOf: [schema.properties[field], { type: 'null' }] } } });
 const LENIENCIES: Record<string, (schema: any) => any> = {
-  ReasoningItem: optional('id'),
+  ReasoningItem: (schema) => nullable('content')(optional('id')(schema)),
   OutputMessage: optional('id', 'status'),
   OutputTextContent: optional('annotations', 'logprobs'),
 };

@@ -25,7 +25,7 @@ export interface OwnGateway {
 }
 
 /**
- * The gateway as a process of its own (src/main.ts), against the run's database: for timed tests, whose
+ * The gateway as a process of its own (dist/src/main.js, test/support/built-gateway.ts), against the run's database: for timed tests, whose
  * measurements must not include jest's own work, heap and collections (docs/chat-testing.md).
  */
 export async function startOwnGateway(options: OwnGatewayOptions = {}): Promise<OwnGateway> {

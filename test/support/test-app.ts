@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createGatewayApp } from '../../src/app.factory';
 import { Env } from '../../src/config/env';
 import { loadGatewayConfig, validateGatewayConfig } from '../../src/config/gateway-config.loader';
+import { PROVIDER_TYPES } from '../../src/providers/provider-types';
 import { GatewayConfig } from '../../src/config/gateway-config.schema';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -34,7 +35,7 @@ export function testDatabaseUrl(): string {
 }
 
 export function defaultRawConfig(): RawConfig {
-  return JSON.parse(JSON.stringify(loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'))));
+  return JSON.parse(JSON.stringify(loadGatewayConfig(join(__dirname, '../../config/gateway.yaml'), PROVIDER_TYPES)));
 }
 
 /** Boots the real gateway (same factory as production) on a random port against the run's database. */
@@ -43,7 +44,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   // Idle budget leases go back quickly, so that tests see an account's holds settle to zero soon.
   raw.billing = { ...(raw.billing as object), lease_idle_ms: 100 };
   options.config?.(raw);
-  const config = validateGatewayConfig(raw, 'test config');
+  const config = validateGatewayConfig(raw, PROVIDER_TYPES, 'test config');
   const env: Env = {
     port: 0,
     databaseUrl: testDatabaseUrl(),

@@ -3,10 +3,13 @@ import { IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength,
 import { IsoDate } from '../../common/validation/iso-date.validator';
 import { StorableText } from '../../common/validation/storable-text.validator';
 import { UsdAmount } from './usd-amount.validator';
+import { MAX_RATE_LIMIT } from '../../config/rate-limits.schema';
 
 /** Longest account or key name, in UTF-16 units. */
 export const MAX_NAME_LENGTH = 200;
 
+const RPM = { type: 'integer' as const, minimum: 1, maximum: MAX_RATE_LIMIT, nullable: true, description: 'Requests per minute; null: the config default (rate_limits)' };
+const TPM = { type: 'integer' as const, minimum: 1, maximum: MAX_RATE_LIMIT, nullable: true, description: 'Tokens per minute (prompt estimate plus output limit at admission, trued up to the upstream count); null: the config default' };
 const USD_AMOUNT = { oneOf: [{ type: 'number' }, { type: 'string', pattern: '^\\d+(\\.\\d{1,6})?$' }], description: 'USD, at most 6 decimals' };
 
 export class CreateAccountDto {
@@ -31,6 +34,23 @@ export class CreateKeyDto {
   @IsOptional() @Validate(IsoDate) expires_at?: string | null;
   @ApiPropertyOptional({ type: 'array', items: { type: 'string' }, minItems: 1, nullable: true, description: 'Catalog ids the key may use for chat, Responses and speech; null: all' })
   @IsOptional() @IsArray() models?: string[] | null;
+  @ApiPropertyOptional(RPM)
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_RATE_LIMIT) rpm?: number | null;
+  @ApiPropertyOptional(TPM)
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_RATE_LIMIT) tpm?: number | null;
+}
+
+/**
+ * An account's own rate limits and low-credits threshold (DESIGN.md 12.4); a PATCH changes only the fields it names,
+ * null clears one (a rate limit back to the default, the threshold to none).
+ */
+export class UpdateAccountDto {
+  @ApiPropertyOptional({ ...USD_AMOUNT, nullable: true, description: 'credits.low webhook when credits go below this, USD, at most 6 decimals; null: none' })
+  @IsOptional() @Validate(UsdAmount, [{ positive: false }]) low_credits_usd?: number | string | null;
+  @ApiPropertyOptional(RPM)
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_RATE_LIMIT) rpm?: number | null;
+  @ApiPropertyOptional(TPM)
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_RATE_LIMIT) tpm?: number | null;
 }
 
 export class UpdateKeyDto extends CreateKeyDto {}

@@ -10,6 +10,19 @@ export interface AuthContext {
   limited?: boolean;
   /** Catalog ids the key may use for chat, Responses and speech; null or absent: all. */
   models?: string[] | null;
+  /** The key's and its account's own rpm and tpm (null: the config's default); absent: the defaults (src/rate-limits/). */
+  rateLimits?: OwnRateLimits;
+}
+
+/** Requests and tokens per minute set on a key or an account; null: the config's default. */
+export interface RateLimitValues {
+  rpm: number | null;
+  tpm: number | null;
+}
+
+export interface OwnRateLimits {
+  key: RateLimitValues;
+  account: RateLimitValues;
 }
 
 /**

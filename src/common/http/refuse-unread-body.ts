@@ -55,9 +55,10 @@ export function discardUnreadBody(req: IncomingMessage, res: ServerResponse, max
 
 /**
  * How long a connection given up on (past the discard's bytes or its silence) stays open, unread, after its
- * FIN: the time the client has to read the answer before the reset that closing with unread bytes sends.
+ * FIN: the time the client has to read the answer before the reset that closing with unread bytes sends. 2 s
+ * was not enough for a client starved of CPU on a loaded 2-core machine (a CI run read no byte of its 402).
  */
-const LINGER_MS = 2000;
+const LINGER_MS = 5000;
 
 /**
  * Closes a connection whose answer is out but whose body is still coming: reading stops, the FIN follows the

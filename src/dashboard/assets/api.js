@@ -28,11 +28,22 @@ export function forgetToken() {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
-export async function api(path) {
-  const res = await fetch(path, { headers: { authorization: `Bearer ${token}` }, cache: 'no-store' });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) throw new ApiError(res.status, body);
-  return body;
+/** Reads the admin API: its JSON, or its refusal thrown with the status and code. */
+export function api(path) {
+  return send('GET', path);
+}
+
+/**
+ * Sends a change to the admin API (a JSON body when there is one) and answers its JSON; a refusal throws the API's own
+ * message, with the status and code.
+ */
+export async function send(method, path, body) {
+  const headers = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const answer = await res.json().catch(() => null);
+  if (!res.ok) throw new ApiError(res.status, answer);
+  return answer;
 }
 
 /** Query string of a period and any other parameters, each encoded. */

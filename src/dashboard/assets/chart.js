@@ -1,5 +1,9 @@
 // Daily chart: cost as bars on the left axis, requests as a line on the right axis, one slot per day of
-// the month. Both axes share four divisions, so their ticks sit on the same grid lines.
+// the period. Both axes share four divisions, so their ticks sit on the same grid lines. Days still to come are
+// left empty (not drawn as zero), and the drawing is as wide as the screen gives, so that its labels keep their size
+// on a phone.
+import { daysOf } from './period.js';
+
 const SVG = 'http://www.w3.org/2000/svg';
 const DIVISIONS = 4;
 const MICRO_USD = 0.000001;
@@ -28,26 +32,34 @@ function axis(max, options, format) {
   return { top: step * DIVISIONS, ticks };
 }
 
-export function chart(container, daily, month, days) {
-  const width = 900;
-  const height = 240;
+export function chart(container, daily, sel) {
+  // The drawing's units are about the screen's pixels (as wide as the card, which it fills): its text keeps its font
+  // size on a phone and on a wide screen alike, never scaled down to ~4 px nor up.
+  const width = Math.max(300, Math.min(1360, (document.documentElement.clientWidth || 900) - 80));
+  const height = width < 600 ? 200 : 240;
   const pad = { left: 72, right: 56, top: 22, bottom: 24 };
   const byDay = new Map(daily.map((d) => [d.day, d]));
-  const slots = Array.from({ length: days }, (_, i) => {
-    const day = `${month}-${String(i + 1).padStart(2, '0')}`;
+  const today = new Date().toISOString().slice(0, 10);
+  const all = daysOf(sel);
+  const days = all.length;
+  const slots = all.map((day) => {
     const d = byDay.get(day);
     // Floats only to size the drawing; the exact figures are in the tooltips and the tables.
-    return { day, cost: d ? Number(d.cost_usd) : 0, costText: d ? d.cost_usd : '0.000000', requests: d ? d.requests : 0 };
+    return { day, future: day > today, cost: d ? Number(d.cost_usd) : 0, costText: d ? d.cost_usd : '0.000000', requests: d ? d.requests : 0 };
   });
-  // An empty month still gets a readable scale ($0 to $1, 0 to 4 requests).
+  // An empty period still gets a readable scale ($0 to $1, 0 to 4 requests).
   const cost = axis(Math.max(...slots.map((s) => s.cost)) || 1, { whole: false, smallest: MICRO_USD }, (v) => `$${v}`);
   const requests = axis(Math.max(...slots.map((s) => s.requests)), { whole: true, smallest: 1 }, (v) => v);
   const slotWidth = (width - pad.left - pad.right) / days;
   const plotHeight = height - pad.top - pad.bottom;
   const y = (value, top) => pad.top + plotHeight - (value / top) * plotHeight;
   const baseline = y(0, 1);
+  // Day labels at least ~36 px apart: every day on a short period, every 5th (or more) on a long one or a phone.
+  const every = slotWidth >= 36 ? 1 : Math.ceil(36 / slotWidth / 5) * 5;
+  const labelled = (i) => i % every === 0 || (i === days - 1 && i % every >= every / 2);
+  const monthLong = sel.month !== null && sel.month !== undefined;
 
-  const svg = el('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `Daily cost and requests, ${month}` });
+  const svg = el('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': `Daily cost and requests, ${sel.label}` });
   cost.ticks.forEach((tick, i) => {
     const ty = y(tick.value, cost.top);
     svg.append(el('line', { class: i === 0 ? 'axis' : 'grid', x1: pad.left, x2: width - pad.right, y1: ty, y2: ty }));
@@ -55,11 +67,14 @@ export function chart(container, daily, month, days) {
     const r = requests.ticks[i];
     svg.append(label(width - pad.right + 6, ty + 4, r.text, 'start', { class: 'tick tick-requests', 'data-axis': 'requests', 'data-value': r.value }));
   });
-  svg.append(label(pad.left - 6, pad.top - 10, 'cost (USD)', 'end', { class: 'axis-title' }));
+  svg.append(label(2, pad.top - 10, 'cost (USD)', 'start', { class: 'axis-title' }));
   svg.append(label(width - 2, pad.top - 10, 'requests', 'end', { class: 'axis-title' }));
   const points = [];
   slots.forEach((s, i) => {
     const x = pad.left + i * slotWidth;
+    const cx = x + slotWidth / 2;
+    if (labelled(i)) svg.append(label(cx, height - 8, monthLong ? String(i + 1) : s.day.slice(5), 'middle'));
+    if (s.future) return;
     const top = y(s.cost, cost.top);
     const bar = el('rect', {
       class: 'bar-cost',
@@ -75,11 +90,9 @@ export function chart(container, daily, month, days) {
     title.textContent = `${s.day}: ${s.requests} requests, $${s.costText}`;
     bar.append(title);
     svg.append(bar);
-    const cx = x + slotWidth / 2;
     const cy = y(s.requests, requests.top);
     points.push(`${cx},${cy}`);
     if (s.requests > 0) svg.append(el('circle', { class: 'dot-requests', cx, cy, r: 3, 'data-day': s.day }));
-    if (i % 5 === 0 || i === days - 1) svg.append(label(cx, height - 8, String(i + 1), 'middle'));
   });
   svg.append(el('polyline', { class: 'line-requests', points: points.join(' ') }));
   container.replaceChildren(svg);

@@ -47,9 +47,10 @@ export function tableRow(item, cells, data, rowClass) {
   return tr;
 }
 
-/** The one row of a table with nothing to show. */
+/** The one row of a table with nothing to show: the table's own `data-empty` text, else the period's. */
 export function emptyRow(table) {
-  const td = element('td', { colSpan: table.tHead.rows[0].cells.length, className: 'empty', textContent: 'No requests in this month.' });
+  const text = table.dataset.empty || 'No requests in this period.';
+  const td = element('td', { colSpan: table.tHead.rows[0].cells.length, className: 'empty', textContent: text });
   return element('tr', {}, [td]);
 }
 

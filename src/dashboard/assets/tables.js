@@ -1,6 +1,7 @@
 // The report's cards other than the chart and the latest requests: account facts, totals, per key,
 // per model and per endpoint.
 import { $, element, facts, fillTable, integer, percent, seconds, utcTime } from './dom.js';
+import { renderHeadroom } from './headroom.js';
 
 const UNKNOWN_MODEL = '(unknown models)';
 
@@ -18,32 +19,66 @@ export const TOKEN_CLASSES = [
 ];
 
 export function renderAccount(account) {
-  $('account-name').textContent = account.name;
+  renderHeadroom($('headroom'), account);
   facts($('account-facts'), [
     ['Account id', account.id],
     ['Credits', `$${account.credits_usd}`],
     ['Reserved', `$${account.reserved_usd}`],
     ['Spend this month', `$${account.month_spend_usd}`],
     ['Monthly limit', account.monthly_limit_usd === null ? 'none' : `$${account.monthly_limit_usd}`],
+    ['Rate limits', perMinute(account.rate_limits)],
     ['Subscription', subscription(account.subscription)],
     ['Fair use this month', `${account.fair_use.used} / ${account.fair_use.allowance}`],
+    ['Low-credits alert', account.low_credits_usd === null ? 'none' : `below $${account.low_credits_usd}`],
   ]);
 }
 
+/**
+ * The period's totals. A token class the account never used in the period is left out (its tile would always read
+ * 0); the 402s are counted by code, with why a request can be refused below its limit (the reservation).
+ */
 export function renderTotals(usage) {
   const t = usage.totals;
   const failed = usage.by_endpoint.reduce((sum, e) => sum + e.failed, 0);
+  const used = (of) => TOKEN_CLASSES.filter((c) => c.of === of && t[c.col] > 0).map((c) => [c.name, integer.format(t[c.col])]);
   facts($('totals'), [
     ['Requests', integer.format(t.requests)],
     ['Failed (error rate)', `${integer.format(failed)} (${percent(t.requests ? failed / t.requests : 0)})`],
     ['Prompt tokens', integer.format(t.prompt_tokens)],
-    ...TOKEN_CLASSES.filter((c) => c.of === 'prompt').map((c) => [c.name, integer.format(t[c.col])]),
+    ...used('prompt'),
     ['Completion tokens', integer.format(t.completion_tokens)],
-    ...TOKEN_CLASSES.filter((c) => c.of === 'completion').map((c) => [c.name, integer.format(t[c.col])]),
-    ['Audio seconds', seconds(t.audio_seconds)],
-    ['Speech characters', integer.format(t.input_chars)],
+    ...used('completion'),
+    ...(Number(t.audio_seconds) > 0 ? [['Audio seconds', seconds(t.audio_seconds)]] : []),
+    ...(t.input_chars > 0 ? [['Speech characters', integer.format(t.input_chars)]] : []),
     ['Cost', `$${t.cost_usd}`],
   ]);
+  renderRefusals(usage.by_endpoint);
+}
+
+/** The 402s of the period by code, and the reason one can come while spend is under the limit. */
+function renderRefusals(byEndpoint) {
+  const byCode = new Map();
+  for (const e of byEndpoint) {
+    for (const s of e.statuses) if (s.status === 402) byCode.set(s.error_code, (byCode.get(s.error_code) || 0) + s.requests);
+  }
+  const p = $('refusals');
+  p.hidden = byCode.size === 0;
+  if (byCode.size === 0) return p.replaceChildren();
+  const counts = [...byCode].map(([code, n]) => `${integer.format(n)} × ${code}`).join(', ');
+  p.replaceChildren(
+    element('strong', { textContent: `Refused for money (402): ${counts}. ` }),
+    'Before a chat request runs, the gateway holds its most it could cost (its prompt and max_tokens at the model’s prices) ' +
+      'against the credits and every limit; a 402 means that hold did not fit, even when the spend so far is under the limit ' +
+      '(money already held by requests in flight counts too). A lower max_tokens, more credits or a higher limit lets such a request through.',
+  );
+}
+
+/** Hides the token-class columns of a table that are 0 on every row (the cells stay, hidden, for the figures' sake). */
+function hideUnusedClasses(table, rows) {
+  for (const c of TOKEN_CLASSES) {
+    const unused = rows.every((r) => !r[c.col]);
+    for (const cell of table.querySelectorAll(`[data-col="${c.col}"]`)) cell.hidden = unused;
+  }
 }
 
 /** A revoked key says so, with the time it was revoked (UTC); `short` leaves the time to the tooltip. */
@@ -61,10 +96,20 @@ export function renderByKey(byKey) {
       { text: k.key_name || '(unnamed)', extra: [element('span', { className: 'key-prefix', textContent: k.key_prefix }), ...revokedMark(k.revoked_at)], col: 'key' },
       ...totalsCells(k),
       { text: monthAgainstLimit(k), col: 'month_spend', num: true },
+      { text: k.rpm === null && k.tpm === null ? 'default' : perMinute(k), col: 'rate_limits' },
     ],
     (k) => ({ keyId: k.key_id, ...(k.revoked_at ? { revokedAt: k.revoked_at } : {}) }),
     (k) => (k.revoked_at ? 'revoked-key' : ''),
   );
+  hideUnusedClasses($('by-key'), byKey);
+}
+
+/** Requests and tokens per minute (DESIGN.md 12.4): `60 rpm, 100,000 tpm`; a null one is none (or, for a key's own, the default). */
+function perMinute(limits) {
+  const parts = [];
+  if (limits.rpm !== null) parts.push(`${integer.format(limits.rpm)} rpm`);
+  if (limits.tpm !== null) parts.push(`${integer.format(limits.tpm)} tpm`);
+  return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
 /** The key's spend this UTC month against its own monthly limit (key controls), whatever the period shown. */
@@ -77,6 +122,7 @@ export function renderByModel(byModel) {
   fillTable($('by-model'), byModel, (m) => [{ text: modelLabel(m), col: 'model' }, ...totalsCells(m)], (m) => ({
     model: m.unknown ? UNKNOWN_MODEL : m.model === null ? '' : m.model,
   }));
+  hideUnusedClasses($('by-model'), byModel);
 }
 
 export function renderByEndpoint(byEndpoint) {

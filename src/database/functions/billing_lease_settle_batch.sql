@@ -8,6 +8,7 @@
 -- rows and the lease month's counters are written once per call. A request whose lease is gone (swept)
 -- settles through billing_settle, which charges only what is still free (the key's limit included); its
 -- `released` is null. Lock order: lease rows, account rows (ascending id), monthly counters, key counters.
+-- Each account's alerts are written after its charges (billing_raise_alerts), in this transaction.
 -- Item numbers are 0-based.
 CREATE OR REPLACE FUNCTION billing_lease_settle_batch(p_items jsonb)
 RETURNS TABLE (item integer, charged bigint, released bigint)
@@ -42,6 +43,7 @@ BEGIN
         PERFORM billing_apply_charges(v_account, v_balance, v_released, v_months, v_month_released, v_month_charged,
                                       v_ledger_requests, v_ledger_amounts, v_ledger_balances);
         PERFORM billing_apply_key_charges(v_account, v_key_budgets, v_key_months, v_key_released, v_key_charged);
+        PERFORM billing_raise_alerts(v_account, v_months || v_month, v_key_budgets, v_key_months);
       END IF;
       v_account := r.account;
       PERFORM 1 FROM accounts a WHERE a.id = v_account FOR UPDATE;
@@ -95,6 +97,7 @@ BEGIN
     PERFORM billing_apply_charges(v_account, v_balance, v_released, v_months, v_month_released, v_month_charged,
                                   v_ledger_requests, v_ledger_amounts, v_ledger_balances);
     PERFORM billing_apply_key_charges(v_account, v_key_budgets, v_key_months, v_key_released, v_key_charged);
+    PERFORM billing_raise_alerts(v_account, v_months || v_month, v_key_budgets, v_key_months);
   END IF;
 
   UPDATE holds h SET amount_micros = h.amount_micros - s.amount

@@ -10,6 +10,9 @@ import { TokenClasses1764260000000 } from './1764260000000-TokenClasses';
 import { CacheWrite1hTokens1764280000000 } from './1764280000000-CacheWrite1hTokens';
 import { IdempotencyKeys1764300000000 } from './1764300000000-IdempotencyKeys';
 import { PriceVariants1764320000000 } from './1764320000000-PriceVariants';
+import { RateLimits1764340000000 } from './1764340000000-RateLimits';
+import { Webhooks1764360000000 } from './1764360000000-Webhooks';
+import { AdminAudit1764380000000 } from './1764380000000-AdminAudit';
 
 /** Every migration, in order. Listed explicitly so ts-node, jest and the built app share one list. */
 export const MIGRATIONS = [
@@ -25,4 +28,7 @@ export const MIGRATIONS = [
   CacheWrite1hTokens1764280000000,
   IdempotencyKeys1764300000000,
   PriceVariants1764320000000,
+  RateLimits1764340000000,
+  Webhooks1764360000000,
+  AdminAudit1764380000000,
 ];

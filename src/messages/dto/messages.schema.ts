@@ -6,7 +6,7 @@ import { documentedBody, object, orNull, string } from '../../openapi/schemas';
 /**
  * The scalar fields of a Messages request, checked by MessagesRequestPipe in this order with Anthropic's
  * documented ranges. Messages, system blocks, tools and metadata are checked while they are translated
- * (messages-input.ts, messages-tools.ts); the fields that need Anthropic's own platform are refused
+ * (providers/anthropic/messages-to-chat.ts, messages-tools.ts); the fields that need Anthropic's own platform are refused
  * before, and the ones chat has no place for are named as ignored (messages-fields.ts).
  */
 export const messagesCheckedFields: SchemaObject = {

@@ -1,5 +1,5 @@
 import { ChatChunk, ChatCompletion, ChatToolCall, ChatUsage, NATIVE_ANSWER, NATIVE_EVENT, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
-import type { SseReader } from '../http/sse-reader';
+import { eventObject, type SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import { AnthropicMessage, chatUsageOfMessage, ContentBlock, finishReasonOf, MessageUsage, mergedUsage, newId, priceFactsOfUsage } from './anthropic-wire';
 
@@ -74,7 +74,7 @@ export async function* chunksOfMessageEvents(name: string, events: SseReader): A
   };
   const delta = (d: Json, finish: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finish }];
   for await (const { event, data: text } of events) {
-    const data = parseEvent(name, text);
+    const data = eventObject(name, text);
     raw = text;
     const type = typeof data.type === 'string' ? data.type : (event ?? '');
     switch (type) {
@@ -140,15 +140,6 @@ function withPriceFacts<T extends ChatCompletion | ChatChunk>(answer: T, usage: 
   return answer;
 }
 
-function parseEvent(name: string, text: string): Json {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Json;
-  } catch {
-    // fall through
-  }
-  throw new UpstreamFailure('bad_response', `Upstream ${name} sent a malformed stream event.`);
-}
 
 /** A chat id from a message id (`msg_…` → `chatcmpl-msg_…`): the same answer, traceable on both sides. */
 function chatId(messageId: unknown): string {

@@ -4,8 +4,9 @@ import type { AnswerPriceFacts, ChatChoice, ChatChunkChoice, ChatUsage } from '.
 /**
  * Anthropic's Messages API on the wire (https://docs.anthropic.com/en/api/messages and /messages-streaming), in
  * one place for both sides that speak it: the Messages route (the gateway as Anthropic, src/messages/) and the
- * `anthropic` provider (the gateway as Anthropic's client). Fields are optional where Anthropic leaves them out
- * and unknown fields are kept: readers of upstream data still check what they read.
+ * `anthropic` provider (the gateway as Anthropic's client); the request's types, and the answer and events the
+ * route writes, are in messages-wire.ts. Fields are optional where Anthropic leaves them out and unknown fields
+ * are kept: readers of upstream data still check what they read.
  */
 
 /** The API version the gateway speaks when the client named none (`anthropic-version`). */
@@ -69,10 +70,10 @@ export interface AnthropicMessage {
   [extra: string]: unknown;
 }
 
-/** A Messages request body (the client's, passed through; or the provider's translation of a chat request). */
 /** The beta that fast mode (`speed: "fast"`) needs (platform.claude.com/docs/en/build-with-claude/fast-mode). */
 export const FAST_MODE_BETA = 'fast-mode-2026-02-01';
 
+/** The provider's translation of a chat request, as chat-to-anthropic.ts builds it (messages-wire.ts types a client's body). */
 export type AnthropicRequest = Record<string, unknown> & { model: string; max_tokens: number; messages: unknown[] };
 
 /**

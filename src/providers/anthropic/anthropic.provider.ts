@@ -1,12 +1,22 @@
-import { AnthropicProviderConfig, CatalogEntry } from '../../config/gateway-config.schema';
+import { CatalogEntry } from '../../config/gateway-config.schema';
 import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
-import { anthropicAuth } from '../http/upstream-auth';
+import { fixedHeaders, UpstreamAuth } from '../http/upstream-auth';
+import { providerType } from '../provider-type';
 import { UpstreamFailure } from '../upstream-failure';
 import { ChatRequestBody, ChatUpstream, PASS_THROUGH, PassThrough, TokenCountUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
 import { chunksOfMessageEvents, completionOfMessage } from './anthropic-to-chat';
 import { ANTHROPIC_VERSION, AnthropicMessage, FAST_MODE_BETA } from './anthropic-wire';
+import { AnthropicProviderConfig } from './anthropic.config';
 import { anthropicRequest, withCacheBreakpoints } from './chat-to-anthropic';
+
+/**
+ * Anthropic's `x-api-key` (none without a key), and the API version the gateway speaks (a pass-through request's
+ * own `anthropic-version` replaces it: HttpTransport.post's extra headers).
+ */
+export function anthropicAuth(key: string | undefined, version: string): UpstreamAuth {
+  return fixedHeaders(key ? { 'anthropic-version': version, 'x-api-key': key } : { 'anthropic-version': version });
+}
 
 /** Anthropic's endpoints, under the provider's base_url (`https://api.anthropic.com`). */
 function anthropicPath(operation: UpstreamOperation): string {
@@ -84,3 +94,11 @@ export class AnthropicProvider implements ChatUpstream, TokenCountUpstream {
     return { request, headers };
   }
 }
+
+/** The `anthropic` provider type: chat models (and a Messages request's token count). */
+export const ANTHROPIC = providerType({
+  type: 'anthropic',
+  config: AnthropicProviderConfig,
+  kinds: ['chat'],
+  create: (name, config) => new AnthropicProvider(name, config),
+});

@@ -1,16 +1,14 @@
+import { isJsonObject } from '../../common/json/scalar-fields';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, stopStrings } from '../chat-request-parts';
+import type { ChatAssistantMessage, ChatImagePart, ChatRequestBody, ChatRequestMessage, ChatUserMessage } from '../chat-contract';
+import { base64DataUrl, forcedFunctionName, functionDefinitions, imageUrlOf, isTextPart, jsonObjectOf, messageText, outputLimit, stopStrings, toolCallsOf } from '../chat-request-parts';
 import { UpstreamFailure } from '../upstream-failure';
-import type { ChatRequestBody } from '../upstream-provider';
 import { AnthropicRequest, ContentBlock } from './anthropic-wire';
+import { appendTurn as appendClaudeTurn, claudeThinking, ClaudeTurn } from './claude-request';
+import type { CustomTool, MessagesToolChoice } from './messages-wire';
 
-type Json = Record<string, unknown>;
-type Turn = { role: 'user' | 'assistant'; content: ContentBlock[] };
+type Turn = ClaudeTurn<ContentBlock>;
 
-/** Anthropic's extended thinking needs a budget of at least 1,024 tokens, below max_tokens. */
-const MIN_THINKING_BUDGET = 1024;
-/** chat's reasoning_effort as a thinking budget (DESIGN.md section 11); `minimal` and `none` turn thinking off. */
-const THINKING_BUDGET: Record<string, number> = { low: 2048, medium: 8192, high: 24576, xhigh: 32768 };
 /** Anthropic's temperature runs from 0 to 1, OpenAI's from 0 to 2. */
 const MAX_TEMPERATURE = 1;
 
@@ -29,7 +27,7 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
   }
   const system: ContentBlock[] = [];
   const turns: Turn[] = [];
-  for (const message of Array.isArray(body.messages) ? body.messages : []) appendMessage(system, turns, message as Json);
+  for (const message of Array.isArray(body.messages) ? body.messages : []) appendMessage(system, turns, message);
   const maxTokens = outputLimit(body, model);
   const request: AnthropicRequest = { model: body.model, max_tokens: maxTokens, messages: turns };
   if (system.length > 0) request.system = system;
@@ -42,7 +40,7 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
   }
   const stop = stopStrings(body.stop);
   if (stop.length > 0) request.stop_sequences = stop;
-  const thinking = thinkingFor(body.reasoning_effort, maxTokens);
+  const thinking = claudeThinking(body.reasoning_effort, maxTokens);
   if (thinking) request.thinking = thinking;
   // Anthropic refuses temperature and top_p other than their defaults with thinking on.
   if (!thinking && typeof body.temperature === 'number') request.temperature = Math.min(body.temperature, MAX_TEMPERATURE);
@@ -56,15 +54,7 @@ export function anthropicRequest(body: ChatRequestBody, model: CatalogEntry): An
   return request;
 }
 
-
-function thinkingFor(effort: unknown, maxTokens: number): Json | undefined {
-  const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
-  if (wanted === undefined) return undefined;
-  const budget = Math.min(wanted, maxTokens - 1);
-  return budget >= MIN_THINKING_BUDGET ? { type: 'enabled', budget_tokens: budget } : undefined;
-}
-
-function appendMessage(system: ContentBlock[], turns: Turn[], message: Json): void {
+function appendMessage(system: ContentBlock[], turns: Turn[], message: ChatRequestMessage): void {
   switch (message.role) {
     case 'system':
     case 'developer': {
@@ -84,25 +74,16 @@ function appendMessage(system: ContentBlock[], turns: Turn[], message: Json): vo
   }
 }
 
-/** Anthropic wants user and assistant turns to alternate: consecutive messages of one role join one turn. */
 function appendTurn(turns: Turn[], role: Turn['role'], blocks: ContentBlock[]): void {
-  if (blocks.length === 0) return;
-  const last = turns[turns.length - 1];
-  if (last?.role !== role) {
-    turns.push({ role, content: blocks });
-    return;
-  }
-  last.content.push(...blocks);
-  // Tool results lead their user turn, as Anthropic requires (a stable sort keeps each group's order).
-  if (role === 'user') last.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
+  appendClaudeTurn(turns, role, blocks, (block) => block.type === 'tool_result');
 }
 
-function userBlocks(content: unknown): ContentBlock[] {
+function userBlocks(content: ChatUserMessage['content']): ContentBlock[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
   if (!Array.isArray(content)) return [];
   const blocks: ContentBlock[] = [];
-  for (const part of content as Json[]) {
-    if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '') blocks.push({ type: 'text', text: part.text });
+  for (const part of content) {
+    if (isTextPart(part) && part.text !== '') blocks.push({ type: 'text', text: part.text });
     else if (part?.type === 'image_url') {
       const image = imageBlock(part.image_url);
       if (image) blocks.push(image);
@@ -112,7 +93,7 @@ function userBlocks(content: unknown): ContentBlock[] {
 }
 
 /** A chat image part: a `data:` URL as base64, any other URL as a url source. */
-function imageBlock(imageUrl: unknown): ContentBlock | null {
+function imageBlock(imageUrl: ChatImagePart['image_url']): ContentBlock | null {
   const url = imageUrlOf(imageUrl);
   if (url === '') return null;
   const data = base64DataUrl(url);
@@ -120,40 +101,32 @@ function imageBlock(imageUrl: unknown): ContentBlock | null {
   return { type: 'image', source: { type: 'url', url } };
 }
 
-function assistantBlocks(message: Json): ContentBlock[] {
+function assistantBlocks(message: ChatAssistantMessage): ContentBlock[] {
   const blocks: ContentBlock[] = [];
   const text = messageText(message.content);
   if (text !== '') blocks.push({ type: 'text', text });
-  for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
-    const fn = (call?.function ?? {}) as Json;
+  for (const call of toolCallsOf(message)) {
+    const fn = call?.function ?? {};
     blocks.push({ type: 'tool_use', id: String(call?.id ?? ''), name: String(fn.name ?? ''), input: jsonObjectOf(fn.arguments) ?? {} });
   }
   return blocks;
 }
 
-
-
-function anthropicTools(tools: unknown): Json[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Json[] = [];
-  for (const tool of tools as Json[]) {
-    if (tool?.type !== 'function') continue;
-    const fn = (tool.function ?? {}) as Json;
-    const schema = fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : { type: 'object', properties: {} };
-    out.push({ name: String(fn.name ?? ''), ...(typeof fn.description === 'string' && { description: fn.description }), input_schema: schema });
-  }
-  return out;
+function anthropicTools(tools: ChatRequestBody['tools']): CustomTool[] {
+  return functionDefinitions(tools).map((fn) => ({
+    name: String(fn.name ?? ''),
+    ...(typeof fn.description === 'string' && { description: fn.description }),
+    input_schema: fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : { type: 'object', properties: {} },
+  }));
 }
 
 /** chat's tool_choice as Anthropic's; 'none' says to send no tools (older models refuse `{type: "none"}`). */
-function anthropicToolChoice(choice: unknown, parallel: unknown): Json | 'none' | undefined {
+function anthropicToolChoice(choice: ChatRequestBody['tool_choice'], parallel: ChatRequestBody['parallel_tool_calls']): MessagesToolChoice | 'none' | undefined {
   const disable = parallel === false ? { disable_parallel_tool_use: true } : {};
   if (choice === 'none') return 'none';
   if (choice === 'required') return { type: 'any', ...disable };
-  if (choice && typeof choice === 'object') {
-    const name = ((choice as Json).function as Json | undefined)?.name;
-    if (typeof name === 'string') return { type: 'tool', name, ...disable };
-  }
+  const name = forcedFunctionName(choice);
+  if (name !== undefined) return { type: 'tool', name, ...disable };
   return parallel === false ? { type: 'auto', ...disable } : undefined;
 }
 
@@ -163,7 +136,7 @@ function anthropicToolChoice(choice: unknown, parallel: unknown): Json | 'none' 
  * Anthropic's four). A string system or content becomes one text block to carry it. The request is copied
  * along the marked paths: a client's body, kept for another deployment, is not changed.
  */
-export function withCacheBreakpoints(request: Json): Json {
+export function withCacheBreakpoints(request: Record<string, unknown>): Record<string, unknown> {
   if (JSON.stringify(request).includes('"cache_control"')) return request;
   const marked = { ...request };
   const mark = (blocks: unknown[]): unknown[] => {
@@ -176,8 +149,8 @@ export function withCacheBreakpoints(request: Json): Json {
   const system = typeof request.system === 'string' && request.system !== '' ? [{ type: 'text', text: request.system }] : request.system;
   if (Array.isArray(system) && system.length > 0) marked.system = mark(system);
   const messages = Array.isArray(request.messages) ? request.messages : [];
-  const last = messages[messages.length - 1] as Json | undefined;
-  if (last && typeof last === 'object') {
+  const last: unknown = messages[messages.length - 1];
+  if (isJsonObject(last)) {
     const content = typeof last.content === 'string' && last.content !== '' ? [{ type: 'text', text: last.content }] : last.content;
     if (Array.isArray(content) && content.length > 0) marked.messages = [...messages.slice(0, -1), { ...last, content: mark(content) }];
   }

@@ -1,10 +1,17 @@
-import { AzureOpenAiProviderConfig, CatalogEntry } from '../../config/gateway-config.schema';
+import { CatalogEntry } from '../../config/gateway-config.schema';
 import { ChatChunk } from '../chat-contract';
 import { TransportHooks, UpstreamOperation } from '../http/http-transport';
-import { azureApiKeyAuth } from '../http/upstream-auth';
+import { fixedHeaders, UpstreamAuth } from '../http/upstream-auth';
 import { OpenAiCompatibleProvider } from '../openai-compatible/openai-compatible.provider';
+import { providerType } from '../provider-type';
 import { ChatRequestBody, UpstreamChatStream } from '../upstream-provider';
+import { AzureOpenAiProviderConfig } from './azure-openai.config';
 import { azureErrorMessage } from './azure-openai-errors';
+
+/** Azure OpenAI's `api-key` header (none without a key); never an Authorization header. */
+export function azureApiKeyAuth(key: string | undefined): UpstreamAuth {
+  return fixedHeaders(key ? { 'api-key': key } : {});
+}
 
 /** Each operation's endpoint under a deployment (https://learn.microsoft.com/azure/ai-services/openai/reference). */
 const OPERATIONS: Record<Exclude<UpstreamOperation, 'count_tokens'>, string> = {
@@ -52,3 +59,11 @@ export async function* withoutFilterOnlyChunks(chunks: UpstreamChatStream): Asyn
     yield chunk;
   }
 }
+
+/** The `azure-openai` provider type: chat, transcription and speech, as OpenAI's. */
+export const AZURE_OPENAI = providerType({
+  type: 'azure-openai',
+  config: AzureOpenAiProviderConfig,
+  kinds: ['chat', 'transcription', 'speech'],
+  create: (name, config) => new AzureOpenAiProvider(name, config),
+});

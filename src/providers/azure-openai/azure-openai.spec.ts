@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
-import { AzureOpenAiProviderConfig } from '../../config/gateway-config.schema';
+import { AzureOpenAiProviderConfig } from './azure-openai.config';
 import { ChatChunk } from '../chat-contract';
 import { azureErrorMessage } from './azure-openai-errors';
 import { azureHooks, withoutFilterOnlyChunks } from './azure-openai.provider';

@@ -2,9 +2,10 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { BedrockRuntimeClient, ConverseCommand, ConverseResponse, ConverseStreamCommand, ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { BedrockProviderConfig } from '../../config/gateway-config.schema';
+import type { BedrockProviderConfig } from './bedrock.config';
 import { beforeHeaders, CredentialsRefused, UpstreamFailure } from '../upstream-failure';
 import type { ConverseInput } from './chat-to-bedrock';
+import { traceAttempts } from './bedrock-tracing';
 
 /** Keep-alive connections idle longer than this are closed, as HttpTransport's. */
 const KEEP_ALIVE_MS = 30_000;
@@ -58,6 +59,7 @@ export class BedrockTransport {
         httpsAgent: new HttpsAgent(agent),
       }),
     });
+    traceAttempts(this.client, name);
   }
 
   /** One Converse call: the whole answer, and the AWS request id. */

@@ -1,5 +1,7 @@
-import type { BedrockProviderConfig, CatalogEntry } from '../../config/gateway-config.schema';
+import type { CatalogEntry } from '../../config/gateway-config.schema';
+import { providerType } from '../provider-type';
 import type { ChatRequestBody, ChatUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
+import { BedrockProviderConfig } from './bedrock.config';
 import { chunksOfConverseStream, completionOfConverse } from './bedrock-to-chat';
 import { BedrockTransport } from './bedrock-transport';
 import { converseInput } from './chat-to-bedrock';
@@ -30,3 +32,11 @@ export class BedrockProvider implements ChatUpstream {
     return this.transport.close();
   }
 }
+
+/** The `bedrock` provider type: chat models. */
+export const BEDROCK = providerType({
+  type: 'bedrock',
+  config: BedrockProviderConfig,
+  kinds: ['chat'],
+  create: (name, config) => new BedrockProvider(name, config),
+});

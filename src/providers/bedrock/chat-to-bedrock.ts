@@ -1,10 +1,10 @@
-import type { ContentBlock, ConverseRequest, ImageFormat, Message, SystemContentBlock, Tool, ToolChoice } from '@aws-sdk/client-bedrock-runtime';
+import type { ContentBlock, ConverseRequest, ImageFormat, SystemContentBlock, Tool, ToolChoice } from '@aws-sdk/client-bedrock-runtime';
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings } from '../chat-request-parts';
+import { appendTurn as appendClaudeTurn, claudeThinking, ClaudeTurn } from '../anthropic/claude-request';
+import type { ChatAssistantMessage, ChatContentPart, ChatImagePart, ChatRequestBody, ChatRequestMessage, ChatUserMessage } from '../chat-contract';
+import { base64DataUrl, forcedFunctionName, functionDefinitions, imageUrlOf, isTextPart, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings, toolCallsOf } from '../chat-request-parts';
 import { UpstreamFailure } from '../upstream-failure';
-import type { ChatRequestBody } from '../upstream-provider';
 
-type Json = Record<string, unknown>;
 /** A JSON value as the SDK types it (tool inputs and schemas, model-specific fields). */
 type DocumentType = NonNullable<ConverseRequest['additionalModelRequestFields']>;
 
@@ -14,17 +14,13 @@ const CACHE_POINT = { cachePoint: { type: 'default' } } as const;
 const MAX_CACHE_POINTS = 4;
 /** The image formats Converse takes (ImageBlock.format). */
 const IMAGE_FORMATS: Record<string, ImageFormat> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
-/** Claude's extended thinking needs a budget of at least 1,024 tokens, below maxTokens. */
-const MIN_THINKING_BUDGET = 1024;
-/** chat's reasoning_effort as Claude's thinking budget, as the anthropic provider sets it; `minimal` and `none` turn thinking off. */
-const THINKING_BUDGET: Record<string, number> = { low: 2048, medium: 8192, high: 24576, xhigh: 32768 };
 /** Bedrock's models take temperatures from 0 to 1 (Claude, Nova, Llama, Mistral), OpenAI's from 0 to 2. */
 const MAX_TEMPERATURE = 1;
 
 /** The request part of a Converse or ConverseStream call (the two take the same body). */
 export type ConverseInput = ConverseRequest & { modelId: string };
 
-type Turn = Message & { role: 'user' | 'assistant'; content: ContentBlock[] };
+type Turn = ClaudeTurn<ContentBlock>;
 
 /**
  * A chat completion request as a Converse request (DESIGN.md section 11, docs/configuration.md "bedrock"): system
@@ -42,7 +38,7 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   }
   const system: SystemContentBlock[] = [];
   const turns: Turn[] = [];
-  for (const message of Array.isArray(body.messages) ? body.messages : []) appendMessage(system, turns, message as Json);
+  for (const message of Array.isArray(body.messages) ? body.messages : []) appendMessage(system, turns, message);
   const maxTokens = outputLimit(body, model);
   const input: ConverseInput = { modelId: body.model, messages: turns, inferenceConfig: { maxTokens } };
   if (system.length > 0) input.system = system;
@@ -51,7 +47,8 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   if (tools.length > 0 && choice !== 'none') input.toolConfig = { tools, ...(choice && { toolChoice: choice }) };
   const stop = stopStrings(body.stop);
   if (stop.length > 0) input.inferenceConfig!.stopSequences = stop;
-  const thinking = /claude/i.test(body.model) ? thinkingFor(body.reasoning_effort, maxTokens) : undefined;
+  // Claude's thinking budget, as the anthropic provider sets it (claude-request.ts).
+  const thinking = /claude/i.test(body.model) ? claudeThinking(body.reasoning_effort, maxTokens) : undefined;
   if (thinking) input.additionalModelRequestFields = { thinking };
   // Claude refuses temperature and top_p other than their defaults with thinking on.
   if (!thinking && typeof body.temperature === 'number') input.inferenceConfig!.temperature = Math.min(body.temperature, MAX_TEMPERATURE);
@@ -62,15 +59,7 @@ export function converseInput(body: ChatRequestBody, model: CatalogEntry): Conve
   return model.auto_cache && countCachePoints(input) === 0 ? withCachePoints(input) : keepLastCachePoints(input);
 }
 
-
-function thinkingFor(effort: unknown, maxTokens: number): DocumentType | undefined {
-  const wanted = typeof effort === 'string' ? THINKING_BUDGET[effort] : undefined;
-  if (wanted === undefined) return undefined;
-  const budget = Math.min(wanted, maxTokens - 1);
-  return budget >= MIN_THINKING_BUDGET ? { type: 'enabled', budget_tokens: budget } : undefined;
-}
-
-function appendMessage(system: SystemContentBlock[], turns: Turn[], message: Json): void {
+function appendMessage(system: SystemContentBlock[], turns: Turn[], message: ChatRequestMessage): void {
   switch (message.role) {
     case 'system':
     case 'developer': {
@@ -94,34 +83,21 @@ function appendMessage(system: SystemContentBlock[], turns: Turn[], message: Jso
   }
 }
 
-/** Converse wants user and assistant turns to alternate: consecutive messages of one role join one turn. */
+/** Converse wants user and assistant turns to alternate, for every model, as Claude does (claude-request.ts). */
 function appendTurn(turns: Turn[], role: Turn['role'], blocks: ContentBlock[]): void {
-  if (blocks.length === 0) return;
-  const last = turns[turns.length - 1];
-  if (last?.role !== role) {
-    turns.push({ role, content: blocks });
-    return;
-  }
-  last.content.push(...blocks);
-  // Tool results lead their user turn, as Claude requires (a stable sort keeps each group's order, and a result's
-  // cache point stays after it).
-  if (role === 'user') last.content.sort((a, b) => Number(isResult(b)) - Number(isResult(a)));
-}
-
-function isResult(block: ContentBlock): boolean {
-  return block.toolResult !== undefined;
+  appendClaudeTurn(turns, role, blocks, (block) => block.toolResult !== undefined);
 }
 
 function textBlock(text: string): ContentBlock[] {
   return text === '' ? [] : [{ text }];
 }
 
-function userBlocks(content: unknown): ContentBlock[] {
+function userBlocks(content: ChatUserMessage['content']): ContentBlock[] {
   if (typeof content === 'string') return textBlock(content);
   if (!Array.isArray(content)) return [];
   const blocks: ContentBlock[] = [];
-  for (const part of content as Json[]) {
-    if (part?.type === 'text' && typeof part.text === 'string') blocks.push(...textBlock(part.text));
+  for (const part of content) {
+    if (isTextPart(part)) blocks.push(...textBlock(part.text));
     else if (part?.type === 'image_url') blocks.push(imageBlock(part.image_url));
     else continue;
     if (isMarked(part)) blocks.push(CACHE_POINT);
@@ -130,7 +106,7 @@ function userBlocks(content: unknown): ContentBlock[] {
 }
 
 /** A chat image part as bytes: Converse takes no image URLs, so only `data:` URLs of its four formats go. */
-function imageBlock(imageUrl: unknown): ContentBlock {
+function imageBlock(imageUrl: ChatImagePart['image_url']): ContentBlock {
   const data = base64DataUrl(imageUrlOf(imageUrl));
   if (!data) throw new UpstreamFailure('rejected', "Bedrock's Converse API takes images as data: URLs (base64), not as links.", 400);
   const format = IMAGE_FORMATS[data.mediaType.toLowerCase()];
@@ -138,49 +114,39 @@ function imageBlock(imageUrl: unknown): ContentBlock {
   return { image: { format, source: { bytes: Buffer.from(data.data, 'base64') } } };
 }
 
-function assistantBlocks(message: Json): ContentBlock[] {
+function assistantBlocks(message: ChatAssistantMessage): ContentBlock[] {
   const blocks = textBlock(messageText(message.content));
-  for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
-    const fn = (call?.function ?? {}) as Json;
+  for (const call of toolCallsOf(message)) {
+    const fn = call?.function ?? {};
     blocks.push({ toolUse: { toolUseId: String(call?.id ?? ''), name: String(fn.name ?? ''), input: (jsonObjectOf(fn.arguments) ?? {}) as DocumentType } });
   }
   if (blocks.length > 0 && asksCache(message.content)) blocks.push(CACHE_POINT);
   return blocks;
 }
 
-
-
 /** A content part the client marked for caching (Anthropic's `cache_control`, as some chat clients send it on parts). */
-function isMarked(part: Json): boolean {
+function isMarked(part: ChatContentPart | null | undefined): boolean {
   return part?.cache_control !== undefined && part.cache_control !== null;
 }
 
-function asksCache(content: unknown): boolean {
-  return Array.isArray(content) && (content as Json[]).some(isMarked);
+function asksCache(content: ChatRequestMessage['content']): boolean {
+  return Array.isArray(content) && content.some(isMarked);
 }
 
-function converseTools(tools: unknown): Tool[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Tool[] = [];
-  for (const tool of tools as Json[]) {
-    if (tool?.type !== 'function') continue;
-    const fn = (tool.function ?? {}) as Json;
+function converseTools(tools: ChatRequestBody['tools']): Tool[] {
+  return functionDefinitions(tools).map((fn) => {
     const schema = (fn.parameters && typeof fn.parameters === 'object' ? fn.parameters : { type: 'object', properties: {} }) as DocumentType;
-    out.push({ toolSpec: { name: String(fn.name ?? ''), ...(typeof fn.description === 'string' && fn.description !== '' && { description: fn.description }), inputSchema: { json: schema } } });
-  }
-  return out;
+    return { toolSpec: { name: String(fn.name ?? ''), ...(typeof fn.description === 'string' && fn.description !== '' && { description: fn.description }), inputSchema: { json: schema } } };
+  });
 }
 
 /** chat's tool_choice as Converse's; 'none' says to send no toolConfig (Converse has no "none"). */
-function toolChoiceOf(choice: unknown): ToolChoice | 'none' | undefined {
+function toolChoiceOf(choice: ChatRequestBody['tool_choice']): ToolChoice | 'none' | undefined {
   if (choice === 'none') return 'none';
   if (choice === 'auto') return { auto: {} };
   if (choice === 'required') return { any: {} };
-  if (choice && typeof choice === 'object') {
-    const name = ((choice as Json).function as Json | undefined)?.name;
-    if (typeof name === 'string') return { tool: { name } };
-  }
-  return undefined;
+  const name = forcedFunctionName(choice);
+  return name === undefined ? undefined : { tool: { name } };
 }
 
 type Blocks = { cachePoint?: unknown }[];

@@ -1,9 +1,11 @@
 import type { CatalogEntry } from '../../config/gateway-config.schema';
-import type { ChatRequestBody } from '../upstream-provider';
-import { base64DataUrl, imageUrlOf, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings } from '../chat-request-parts';
+import type { ChatAssistantMessage, ChatImagePart, ChatRequestBody, ChatRequestMessage, ChatUserMessage } from '../chat-contract';
+import { base64DataUrl, forcedFunctionName, functionDefinitions, imageUrlOf, isTextPart, jsonObjectOf, messageText, outputLimit, paidTier, stopStrings, toolCallsOf } from '../chat-request-parts';
 import { GeminiContent, GeminiPart, GeminiRequest } from './gemini-wire';
 
-type Json = Record<string, unknown>;
+type GenerationConfig = GeminiRequest['generationConfig'];
+type FunctionDeclaration = NonNullable<GeminiRequest['tools']>[number]['functionDeclarations'][number];
+type FunctionResponse = NonNullable<GeminiPart['functionResponse']>['response'];
 
 /**
  * chat's reasoning_effort as a thinking budget in tokens (DESIGN.md section 11, docs/configuration.md "gemini"):
@@ -40,7 +42,7 @@ export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): Gemin
   const contents: GeminiContent[] = [];
   /** The function named by each tool-call id seen so far: a tool message names only the call it answers. */
   const callNames = new Map<string, string>();
-  for (const message of Array.isArray(body.messages) ? (body.messages as Json[]) : []) {
+  for (const message of Array.isArray(body.messages) ? body.messages : []) {
     if (message && typeof message === 'object') appendMessage(system, contents, callNames, message);
   }
   const request: GeminiRequest = { contents, generationConfig: generationConfig(body, model) };
@@ -56,8 +58,8 @@ export function geminiRequest(body: ChatRequestBody, model: CatalogEntry): Gemin
   return request;
 }
 
-function generationConfig(body: ChatRequestBody, model: CatalogEntry): Json {
-  const config: Json = {};
+function generationConfig(body: ChatRequestBody, model: CatalogEntry): GenerationConfig {
+  const config: GenerationConfig = {};
   config.maxOutputTokens = outputLimit(body, model);
   if (typeof body.temperature === 'number') config.temperature = body.temperature;
   if (typeof body.top_p === 'number') config.topP = body.top_p;
@@ -67,11 +69,11 @@ function generationConfig(body: ChatRequestBody, model: CatalogEntry): Json {
   if (typeof body.seed === 'number') config.seed = body.seed;
   if (typeof body.presence_penalty === 'number') config.presencePenalty = body.presence_penalty;
   if (typeof body.frequency_penalty === 'number') config.frequencyPenalty = body.frequency_penalty;
-  const format = body.response_format as Json | undefined;
+  const format = body.response_format;
   if (format?.type === 'json_object') config.responseMimeType = 'application/json';
   if (format?.type === 'json_schema') {
     config.responseMimeType = 'application/json';
-    const schema = (format.json_schema as Json | undefined)?.schema;
+    const schema = format.json_schema?.schema;
     if (schema && typeof schema === 'object') config.responseJsonSchema = schema;
   }
   const effort = body.reasoning_effort;
@@ -80,7 +82,7 @@ function generationConfig(body: ChatRequestBody, model: CatalogEntry): Json {
   return config;
 }
 
-function appendMessage(system: GeminiPart[], contents: GeminiContent[], callNames: Map<string, string>, message: Json): void {
+function appendMessage(system: GeminiPart[], contents: GeminiContent[], callNames: Map<string, string>, message: ChatRequestMessage): void {
   switch (message.role) {
     case 'system':
     case 'developer': {
@@ -111,12 +113,12 @@ function appendTurn(contents: GeminiContent[], role: 'user' | 'model', parts: Ge
   else contents.push({ role, parts });
 }
 
-function userParts(content: unknown): GeminiPart[] {
+function userParts(content: ChatUserMessage['content']): GeminiPart[] {
   if (typeof content === 'string') return content === '' ? [] : [{ text: content }];
   if (!Array.isArray(content)) return [];
   const parts: GeminiPart[] = [];
-  for (const part of content as Json[]) {
-    if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '') parts.push({ text: part.text });
+  for (const part of content) {
+    if (isTextPart(part) && part.text !== '') parts.push({ text: part.text });
     else if (part?.type === 'image_url') {
       const image = imagePart(part.image_url);
       if (image) parts.push(image);
@@ -126,7 +128,7 @@ function userParts(content: unknown): GeminiPart[] {
 }
 
 /** A chat image part: a base64 `data:` URL inline, any other URL as fileData (with its type when the extension says it). */
-function imagePart(imageUrl: unknown): GeminiPart | null {
+function imagePart(imageUrl: ChatImagePart['image_url']): GeminiPart | null {
   const url = imageUrlOf(imageUrl);
   if (url === '') return null;
   const data = base64DataUrl(url);
@@ -136,12 +138,12 @@ function imagePart(imageUrl: unknown): GeminiPart | null {
   return { fileData: { fileUri: url, ...(mimeType && { mimeType }) } };
 }
 
-function modelParts(message: Json, callNames: Map<string, string>): GeminiPart[] {
+function modelParts(message: ChatAssistantMessage, callNames: Map<string, string>): GeminiPart[] {
   const parts: GeminiPart[] = [];
   const text = messageText(message.content);
   if (text !== '') parts.push({ text });
-  for (const call of Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : []) {
-    const fn = (call?.function ?? {}) as Json;
+  for (const call of toolCallsOf(message)) {
+    const fn = call?.function ?? {};
     const name = String(fn.name ?? '');
     if (typeof call?.id === 'string') callNames.set(call.id, name);
     parts.push({ functionCall: { name, args: jsonObjectOf(fn.arguments) ?? {} } });
@@ -150,33 +152,24 @@ function modelParts(message: Json, callNames: Map<string, string>): GeminiPart[]
 }
 
 /** A tool result as functionResponse.response: the result's JSON object as it is, any other text under `result`. */
-function responseOf(text: string): Json {
+function responseOf(text: string): FunctionResponse {
   return jsonObjectOf(text) ?? { result: text };
 }
 
-
-
 /** Function tools as declarations; parametersJsonSchema takes full JSON Schema, which `parameters` (OpenAPI's subset) does not. */
-function functionDeclarations(tools: unknown): Json[] {
-  if (!Array.isArray(tools)) return [];
-  const out: Json[] = [];
-  for (const tool of tools as Json[]) {
-    if (tool?.type !== 'function') continue;
-    const fn = (tool.function ?? {}) as Json;
-    out.push({
-      name: String(fn.name ?? ''),
-      ...(typeof fn.description === 'string' && { description: fn.description }),
-      ...(typeof fn.parameters === 'object' && fn.parameters !== null && { parametersJsonSchema: fn.parameters as Json }),
-    });
-  }
-  return out;
+function functionDeclarations(tools: ChatRequestBody['tools']): FunctionDeclaration[] {
+  return functionDefinitions(tools).map((fn) => ({
+    name: String(fn.name ?? ''),
+    ...(typeof fn.description === 'string' && { description: fn.description }),
+    ...(typeof fn.parameters === 'object' && fn.parameters !== null && { parametersJsonSchema: fn.parameters }),
+  }));
 }
 
 /** chat's tool_choice as functionCallingConfig: auto → AUTO, required → ANY, none → NONE, a named function → ANY with that name allowed. */
-function functionCallingConfig(choice: unknown): { mode: 'AUTO' | 'ANY' | 'NONE'; allowedFunctionNames?: string[] } | undefined {
+function functionCallingConfig(choice: ChatRequestBody['tool_choice']): { mode: 'AUTO' | 'ANY' | 'NONE'; allowedFunctionNames?: string[] } | undefined {
   if (choice === 'auto') return { mode: 'AUTO' };
   if (choice === 'required') return { mode: 'ANY' };
   if (choice === 'none') return { mode: 'NONE' };
-  const name = choice && typeof choice === 'object' ? ((choice as Json).function as Json | undefined)?.name : undefined;
-  return typeof name === 'string' ? { mode: 'ANY', allowedFunctionNames: [name] } : undefined;
+  const name = forcedFunctionName(choice);
+  return name === undefined ? undefined : { mode: 'ANY', allowedFunctionNames: [name] };
 }

@@ -1,5 +1,5 @@
 import { AnswerPriceFacts, ChatChunk, ChatChunkChoice, ChatCompletion, ChatToolCall, ChatUsage, PARTIAL_USAGE, PRICE_FACTS } from '../chat-contract';
-import type { SseReader } from '../http/sse-reader';
+import { eventObject, type SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import { chatUsageOfGemini, finishReasonOf, GeminiCandidate, GeminiPart, GeminiResponse, newCallId } from './gemini-wire';
 
@@ -74,7 +74,7 @@ export async function* chunksOfGeminiEvents(name: string, events: SseReader, fac
   };
   let first = true;
   for await (const { data: text } of events) {
-    const event = parseEvent(name, text);
+    const event = eventObject<GeminiResponse>(name, text);
     if (event.error && typeof event.error === 'object') throw streamError(name, event.error as Json);
     if (first) {
       id = chatId(event.responseId);
@@ -148,15 +148,6 @@ function streamError(name: string, error: Json): UpstreamFailure {
   return new UpstreamFailure('server_error', `Upstream ${name} failed mid-stream: ${message}`, code);
 }
 
-function parseEvent(name: string, text: string): GeminiResponse {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as GeminiResponse;
-  } catch {
-    // fall through
-  }
-  throw new UpstreamFailure('bad_response', `Upstream ${name} sent a malformed stream event.`);
-}
 
 /** A chat id from Gemini's responseId: the same answer, traceable on both sides. */
 function chatId(responseId: unknown): string {

@@ -1,13 +1,20 @@
-import { CatalogEntry, GeminiProviderConfig } from '../../config/gateway-config.schema';
+import { CatalogEntry } from '../../config/gateway-config.schema';
 import { discardBody, HttpTransport, readJsonBody, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
-import { googleApiKeyAuth } from '../http/upstream-auth';
+import { fixedHeaders, UpstreamAuth } from '../http/upstream-auth';
 import { PRICE_FACTS } from '../chat-contract';
+import { providerType } from '../provider-type';
 import { UpstreamFailure } from '../upstream-failure';
 import { ChatRequestBody, ChatUpstream, UpstreamChatJson, UpstreamChatStream } from '../upstream-provider';
 import { geminiRequest } from './chat-to-gemini';
+import { GeminiProviderConfig } from './gemini.config';
 import { chunksOfGeminiEvents, completionOfResponse } from './gemini-to-chat';
 import { geminiPriceFacts, GeminiResponse } from './gemini-wire';
+
+/** Google's `x-goog-api-key` (https://ai.google.dev/gemini-api/docs/api-key); none without a key. */
+export function googleApiKeyAuth(key: string | undefined): UpstreamAuth {
+  return fixedHeaders(key ? { 'x-goog-api-key': key } : {});
+}
 
 /** Gemini's endpoints under the provider's base_url (`https://generativelanguage.googleapis.com`): the model is in the path. */
 export function geminiPath(operation: UpstreamOperation, upstreamModel: string): string {
@@ -68,3 +75,11 @@ export class GeminiProvider implements ChatUpstream {
     return this.transport.close();
   }
 }
+
+/** The `gemini` provider type: chat models. */
+export const GEMINI = providerType({
+  type: 'gemini',
+  config: GeminiProviderConfig,
+  kinds: ['chat'],
+  create: (name, config) => new GeminiProvider(name, config),
+});

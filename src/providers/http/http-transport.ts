@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { Dispatcher, errors, FormData, Pool } from 'undici';
 import { TimeoutsConfig } from '../../config/gateway-config.schema';
+import { startUpstreamSpan } from '../../tracing/upstream-span';
 import { beforeHeaders, CredentialsRefused, UpstreamFailure } from '../upstream-failure';
 import { UpstreamAuth } from './upstream-auth';
 
@@ -64,6 +65,7 @@ export const MAX_JSON_ANSWER_BYTES = 16 * 1024 * 1024;
  */
 export class HttpTransport {
   private readonly pool: Pool;
+  private readonly origin: string;
   private readonly basePath: string;
 
   constructor(
@@ -72,6 +74,7 @@ export class HttpTransport {
     private readonly hooks: TransportHooks,
   ) {
     const url = new URL(config.base_url);
+    this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
       connections: config.max_connections,
@@ -99,12 +102,18 @@ export class HttpTransport {
     const headers: Record<string, string> = { accept: 'application/json, text/event-stream, */*' };
     if (contentType) headers['content-type'] = contentType;
     Object.assign(headers, this.hooks.auth.headers({ method: 'POST', path, body }), extraHeaders);
+    // While traces are on: this attempt's client span, and its traceparent sent upstream (src/tracing/).
+    const span = startUpstreamSpan(this.name, 'POST', this.origin + path);
+    span?.propagate(headers);
     let answer: Dispatcher.ResponseData;
     try {
       answer = await this.pool.request({ method: 'POST', path, headers, body, signal });
     } catch (err) {
-      throw beforeHeaders(toUpstreamFailure(this.name, err));
+      const failure = beforeHeaders(toUpstreamFailure(this.name, err));
+      span?.failed(failure.kind, failure.message);
+      throw failure;
     }
+    span?.answered(answer.statusCode, answer.body);
     // undici reports a body destroyed before its end (by us, or by the upstream's reset) as an 'error' event;
     // readers see it through their iterator, and this listener keeps a body nobody reads any more from
     // turning it into an uncaught exception.

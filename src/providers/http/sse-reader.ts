@@ -10,6 +10,17 @@ import { discardBody, toUpstreamFailure } from './http-transport';
  */
 export const MAX_SSE_EVENT_BYTES = 1024 * 1024;
 
+/** An event's data parsed as the JSON object every provider's events are; anything else is the stream broken. */
+export function eventObject<T extends object = Record<string, unknown>>(name: string, data: string): T {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as T;
+  } catch {
+    // fall through
+  }
+  throw new UpstreamFailure('bad_response', `Upstream ${name} sent a malformed stream event.`);
+}
+
 /** One server-sent event: its name (an `event:` line; undefined without one) and its `data:` lines joined by LF. */
 export interface SseEvent {
   event: string | undefined;

@@ -1,4 +1,4 @@
-import { ChatChunk, ChatChunkChoice, ChatCompletion, ChatDelta, ChatMessage, ChatUsage } from '../chat-contract';
+import { ChatChunk, ChatChunkChoice, ChatCompletion, ChatDelta, ChatMessage, ChatRequestBody, ChatUsage } from '../chat-contract';
 import { EchoReply, EchoToolCall, echoWords } from './dev-echo';
 
 /** Chat's streamed tool-call arguments come in several deltas; dev-echo cuts each call's arguments into this many. */
@@ -11,7 +11,7 @@ interface StreamStep {
 }
 
 /** The number of choices a chat body asks for (`n`, checked by the chat route; 1 when absent). */
-export function choiceCount(body: Record<string, unknown>): number {
+export function choiceCount(body: ChatRequestBody): number {
   const n = body.n;
   return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : 1;
 }

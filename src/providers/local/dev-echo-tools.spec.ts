@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
+import type { ChatContentPart, ChatRequestBody, ChatTool } from '../chat-contract';
 import { argumentPieces } from './dev-echo-answer';
 import { minimalArguments, plannedCalls, scriptedCalls } from './dev-echo-tools';
 
-const fn = (name: string, parameters?: unknown) => ({ type: 'function', function: { name, ...(parameters === undefined ? {} : { parameters }) } });
+const fn = (name: string, parameters?: Record<string, unknown>): ChatTool => ({ type: 'function', function: { name, ...(parameters === undefined ? {} : { parameters }) } });
 const TOOLS = [fn('get_weather', { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }), fn('get_time')];
 const offered = new Map<string, unknown>([
   ['get_weather', undefined],
@@ -34,7 +35,7 @@ describe('scriptedCalls', () => {
   });
 
   it("reads every text part of a content array, a part's end ending its line", async () => {
-    const content = [
+    const content: ChatContentPart[] = [
       { type: 'text', text: '<context>cwd: /tmp</context>' },
       { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
       { type: 'text', text: 'call get_time {"zone": "UTC"}' },
@@ -122,7 +123,7 @@ describe('minimalArguments', () => {
 });
 
 describe('plannedCalls', () => {
-  const user = (text: string) => ({ messages: [{ role: 'user', content: text }], tools: TOOLS });
+  const user = (text: string): ChatRequestBody => ({ model: 'dev-echo', messages: [{ role: 'user', content: text }], tools: TOOLS });
 
   it('calls the scripted tools when the choice allows it', async () => {
     expect(await plannedCalls(user(''), 'call get_time {}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
@@ -131,7 +132,7 @@ describe('plannedCalls', () => {
 
   it('never calls with tool_choice none, nor without tools', async () => {
     expect(await plannedCalls({ ...user(''), tool_choice: 'none' }, 'call get_time {}')).toEqual([]);
-    expect(await plannedCalls({ messages: [], tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
+    expect(await plannedCalls({ model: 'dev-echo', messages: [], tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
   });
 
   it('answers `required` without a script line with the first tool and its least arguments', async () => {
@@ -139,15 +140,16 @@ describe('plannedCalls', () => {
   });
 
   it('answers a tool forced by name with that tool: its script lines only, else its least arguments', async () => {
-    const forced = { ...user(''), tool_choice: { type: 'function', function: { name: 'get_time' } } };
+    const forced: ChatRequestBody = { ...user(''), tool_choice: { type: 'function', function: { name: 'get_time' } } };
     expect(await plannedCalls(forced, 'call get_weather {"city": "Oslo"}')).toEqual([{ name: 'get_time', arguments: '{}' }]);
     expect(await plannedCalls(forced, 'call get_time {"zone": "CET"}')).toEqual([{ name: 'get_time', arguments: '{"zone":"CET"}' }]);
     expect(await plannedCalls({ ...forced, tool_choice: { type: 'function', function: { name: 'not_offered' } } }, 'hi')).toEqual([]);
   });
 
   it('only offers function tools with a name', async () => {
-    const tools = [{ type: 'custom', custom: { name: 'get_time' } }, { type: 'function', function: {} }, null];
-    expect(await plannedCalls({ messages: [], tools, tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
+    // A function without a name, and null: outside the contract's types, as a client may send them.
+    const tools = [{ type: 'custom', custom: { name: 'get_time' } }, { type: 'function', function: {} }, null] as unknown as ChatTool[];
+    expect(await plannedCalls({ model: 'dev-echo', messages: [], tools, tool_choice: 'required' }, 'call get_time {}')).toEqual([]);
   });
 });
 

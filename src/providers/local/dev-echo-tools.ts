@@ -1,4 +1,6 @@
 import { isJsonObject } from '../../common/json/scalar-fields';
+import type { ChatRequestBody, ChatUserMessage } from '../chat-contract';
+import { isTextPart, jsonObjectOf } from '../chat-request-parts';
 import { EventLoopYielder } from '../token-count';
 
 /** A tool call dev-echo makes: the function's name and its arguments as JSON text. */
@@ -7,7 +9,7 @@ export interface PlannedCall {
   arguments: string;
 }
 
-/** The function tools a chat body offers (`tools` entries of type function), by name, with their parameters schema. */
+/** The function tools a chat body offers (`tools` entries of type function), by name, with their parameters schema (as sent: read with checks). */
 type OfferedTools = Map<string, unknown>;
 
 const CALL_KEYWORD = 'call';
@@ -18,7 +20,7 @@ const CALL_KEYWORD = 'call';
  * (`required`: the first tool; or one function by name), one call with the least arguments its schema
  * requires; `tool_choice: "none"` never calls. Empty: no call, the answer is text.
  */
-export async function plannedCalls(body: Record<string, unknown>, lastUserContent: unknown): Promise<PlannedCall[]> {
+export async function plannedCalls(body: ChatRequestBody, lastUserContent: ChatUserMessage['content'] | undefined): Promise<PlannedCall[]> {
   const choice = body.tool_choice;
   if (choice === 'none') return [];
   const forcedName = forcedFunctionName(choice);
@@ -31,13 +33,13 @@ export async function plannedCalls(body: Record<string, unknown>, lastUserConten
 }
 
 /** The function named by `tool_choice: {type: "function", function: {name}}`, if it names one. */
-function forcedFunctionName(choice: unknown): string | null {
+function forcedFunctionName(choice: ChatRequestBody['tool_choice']): string | null {
   if (!isJsonObject(choice) || choice.type !== 'function' || !isJsonObject(choice.function)) return null;
   return typeof choice.function.name === 'string' ? choice.function.name : null;
 }
 
 /** The function tools offered (only `onlyName`, when a choice forces it), first offer of a name kept, in order. */
-function offeredTools(tools: unknown, onlyName: string | null): OfferedTools {
+function offeredTools(tools: ChatRequestBody['tools'], onlyName: string | null): OfferedTools {
   const offered: OfferedTools = new Map();
   if (!Array.isArray(tools)) return offered;
   for (const tool of tools) {
@@ -54,7 +56,7 @@ function offeredTools(tools: unknown, onlyName: string | null): OfferedTools {
  * a line whose NAME is not offered or whose rest is not a JSON object is no call. Linear in the text, and
  * it gives the event loop back every 10 ms: a 10 MB message of broken call lines costs seconds of parsing.
  */
-export async function scriptedCalls(content: unknown, offered: ReadonlyMap<string, unknown>): Promise<PlannedCall[]> {
+export async function scriptedCalls(content: ChatUserMessage['content'] | undefined, offered: ReadonlyMap<string, unknown>): Promise<PlannedCall[]> {
   const calls: PlannedCall[] = [];
   const yielder = new EventLoopYielder();
   for (const text of textParts(content)) {
@@ -70,10 +72,10 @@ export async function scriptedCalls(content: unknown, offered: ReadonlyMap<strin
   return calls;
 }
 
-function textParts(content: unknown): string[] {
+function textParts(content: ChatUserMessage['content'] | undefined): string[] {
   if (typeof content === 'string') return [content];
   if (!Array.isArray(content)) return [];
-  return content.filter((part) => isJsonObject(part) && part.type === 'text' && typeof part.text === 'string').map((part) => part.text as string);
+  return content.filter(isTextPart).map((part) => part.text);
 }
 
 /** The line `text[start, end)` read as `call NAME {json-object}` (surrounding whitespace allowed), or null; other lines cost no copy. */
@@ -87,21 +89,12 @@ function callOfLine(text: string, start: number, end: number, offered: ReadonlyM
   const name = rest.slice(0, nameEnd);
   const json = rest.slice(nameEnd).trimStart();
   if (!offered.has(name) || !json.startsWith('{') || !json.endsWith('}')) return null;
-  const args = parsedObject(json);
+  const args = jsonObjectOf(json);
   return args === null ? null : { name, arguments: JSON.stringify(args) };
 }
 
 function isWhitespace(char: string): boolean {
   return char !== '' && char.trim() === '';
-}
-
-function parsedObject(json: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(json);
-    return isJsonObject(value) ? value : null;
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ChatRequestBody } from '../upstream-provider';
+import type { ChatRequestBody, ChatRequestMessage, ChatUserMessage } from '../chat-contract';
 import { contentText, countPromptTokens, countTextTokens, countToolCallTokens, tokenPrefix, toolDefinitions } from '../token-count';
 import { PlannedCall, plannedCalls } from './dev-echo-tools';
 
@@ -33,9 +33,8 @@ type EchoAnswer = Pick<EchoReply, 'content' | 'toolCalls' | 'finishReason' | 'co
  * `max_output_tokens` (the most the hold covers), as an upstream stops at its own.
  */
 export async function echoReply(body: ChatRequestBody, maxOutputTokens: number): Promise<EchoReply> {
-  const messages = body.messages as unknown[];
-  const results = toolResultsText(messages);
-  const lastUser = lastUserContent(messages);
+  const results = toolResultsText(body.messages);
+  const lastUser = lastUserContent(body.messages);
   const calls = results === null ? await plannedCalls(body, lastUser) : [];
   const limit = outputLimit(body) ?? maxOutputTokens;
   const answer = calls.length > 0 ? await toolCallAnswer(calls, limit) : await textAnswer(results ?? textOf(lastUser), limit);
@@ -53,28 +52,25 @@ export function echoWords(content: string): string[] {
 }
 
 /** The text of the trailing `tool` messages (the results of the last tool calls), one per line; null when the conversation does not end with one. */
-function toolResultsText(messages: unknown[]): string | null {
+function toolResultsText(messages: ChatRequestMessage[]): string | null {
   let first = messages.length;
-  while (first > 0 && roleOf(messages[first - 1]) === 'tool') first--;
+  while (first > 0 && messages[first - 1]?.role === 'tool') first--;
   if (first === messages.length) return null;
   return messages
     .slice(first)
-    .map((message) => textOf((message as { content?: unknown }).content))
+    .map((message) => textOf(message.content))
     .join('\n');
 }
 
-function lastUserContent(messages: unknown[]): unknown {
+function lastUserContent(messages: ChatRequestMessage[]): ChatUserMessage['content'] | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
-    if (roleOf(messages[i]) === 'user') return (messages[i] as { content?: unknown }).content;
+    const message = messages[i];
+    if (message?.role === 'user') return message.content;
   }
   return undefined;
 }
 
-function roleOf(message: unknown): unknown {
-  return (message as { role?: unknown } | null)?.role;
-}
-
-function textOf(content: unknown): string {
+function textOf(content: ChatRequestMessage['content']): string {
   return content === undefined || content === null ? '' : contentText(content);
 }
 

@@ -1,22 +1,26 @@
-import { CatalogEntry, LocalProviderConfig } from '../../config/gateway-config.schema';
+import { CatalogEntry } from '../../config/gateway-config.schema';
+import { providerType } from '../provider-type';
 import { UpstreamFailure } from '../upstream-failure';
 import {
   ChatRequestBody,
+  ChatUpstream,
   SpeechAudio,
   SpeechInput,
+  SpeechUpstream,
   TranscriptionInput,
+  TranscriptionUpstream,
   UpstreamChatJson,
   UpstreamChatStream,
-  UpstreamProvider,
   VerboseTranscription,
 } from '../upstream-provider';
 import { echoReply } from './dev-echo';
 import { choiceCount, echoChunks, echoCompletion } from './dev-echo-answer';
+import { LocalProviderConfig } from './local.config';
 import { synthesizeSpeech } from './local-speech.engine';
 import { transcribeLocally } from './local-transcription.engine';
 
 /** The built-in offline provider: dev-echo chat, espeak-ng speech, pocketsphinx transcription. */
-export class LocalProvider implements UpstreamProvider {
+export class LocalProvider implements ChatUpstream, TranscriptionUpstream, SpeechUpstream {
   constructor(
     readonly name: string,
     private readonly config: LocalProviderConfig,
@@ -29,7 +33,7 @@ export class LocalProvider implements UpstreamProvider {
 
   async chatStream(model: CatalogEntry, body: ChatRequestBody, signal: AbortSignal): Promise<UpstreamChatStream> {
     assertDevEcho(model);
-    const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const includeUsage = body.stream_options?.include_usage === true;
     return echoChunks(await echoReply(body, model.max_output_tokens!), model.upstream_model, choiceCount(body), includeUsage, signal);
   }
 
@@ -49,3 +53,11 @@ function assertDevEcho(model: CatalogEntry): void {
     throw new UpstreamFailure('rejected', `The local provider has no chat model "${model.upstream_model}"; it serves dev-echo.`, 404);
   }
 }
+
+/** The `local` provider type: the built-in engines, one for each kind. */
+export const LOCAL = providerType({
+  type: 'local',
+  config: LocalProviderConfig,
+  kinds: ['chat', 'transcription', 'speech'],
+  create: (name, config) => new LocalProvider(name, config),
+});

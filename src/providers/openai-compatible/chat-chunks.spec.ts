@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { ChatChunk } from '../chat-contract';
 import { SseReader } from '../http/sse-reader';
 import { UpstreamFailure } from '../upstream-failure';
 import { chatChunks } from './chat-chunks';
@@ -8,8 +9,8 @@ function body(chunks: string[]): Readable {
   return Readable.from(chunks.map((c) => Buffer.from(c, 'utf8')));
 }
 
-async function parse(chunks: string[]): Promise<Record<string, unknown>[]> {
-  const events: Record<string, unknown>[] = [];
+async function parse(chunks: string[]): Promise<ChatChunk[]> {
+  const events: ChatChunk[] = [];
   for await (const event of chatChunks('test', new SseReader('test', body(chunks)))) events.push(event);
   return events;
 }

@@ -1,21 +1,25 @@
 import { FormData } from 'undici';
-import { CatalogEntry, OpenAiCompatibleProviderConfig, OutputLimitField } from '../../config/gateway-config.schema';
+import { CatalogEntry, OutputLimitField } from '../../config/gateway-config.schema';
 import { ChatCompletion } from '../chat-contract';
 import { discardBody, HttpTransport, readJsonBody, TransportConfig, TransportHooks, UpstreamOperation } from '../http/http-transport';
 import { SseReader } from '../http/sse-reader';
 import { bearerAuth } from '../http/upstream-auth';
+import { providerType } from '../provider-type';
 import { UpstreamFailure } from '../upstream-failure';
 import {
   ChatRequestBody,
+  ChatUpstream,
   SpeechAudio,
   SpeechInput,
+  SpeechUpstream,
   TranscriptionInput,
+  TranscriptionUpstream,
   UpstreamChatJson,
   UpstreamChatStream,
-  UpstreamProvider,
   VerboseTranscription,
 } from '../upstream-provider';
 import { chatChunks } from './chat-chunks';
+import { OpenAiCompatibleProviderConfig } from './openai-compatible.config';
 
 /** OpenAI's endpoints, under the provider's base_url (`…/v1`). */
 const PATHS: Record<Exclude<UpstreamOperation, 'count_tokens'>, string> = {
@@ -43,7 +47,7 @@ export interface OpenAiShapedConfig extends TransportConfig {
  * OpenAI's own API shapes: OpenAI, Groq, OpenRouter, Together, vLLM, Ollama, llama.cpp, speaches; and, with
  * another transport (`hooks`: its auth and paths), any upstream whose bodies are OpenAI's (Azure OpenAI).
  */
-export class OpenAiCompatibleProvider implements UpstreamProvider {
+export class OpenAiCompatibleProvider implements ChatUpstream, TranscriptionUpstream, SpeechUpstream {
   private readonly transport: HttpTransport;
   private readonly limitField: OutputLimitField | undefined;
 
@@ -110,3 +114,11 @@ export function withLimitIn(field: OutputLimitField | undefined, body: ChatReque
   const { max_tokens: _old, max_completion_tokens: _new, ...rest } = body;
   return { ...rest, [field]: limit } as ChatRequestBody;
 }
+
+/** The `openai-compatible` provider type: chat, transcription and speech. */
+export const OPENAI_COMPATIBLE = providerType({
+  type: 'openai-compatible',
+  config: OpenAiCompatibleProviderConfig,
+  kinds: ['chat', 'transcription', 'speech'],
+  create: (name, config) => new OpenAiCompatibleProvider(name, config),
+});

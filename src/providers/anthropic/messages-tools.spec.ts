@@ -1,5 +1,6 @@
-import type { CatalogEntry } from '../config/gateway-config.schema';
+import type { CatalogEntry } from '../../config/gateway-config.schema';
 import { chatTools, passThroughToolChoice, passThroughTools } from './messages-tools';
+import type { TypedTool } from './messages-wire';
 
 const SEARCH = { type: 'web_search_20250305', name: 'web_search', max_uses: 8 };
 const FETCH = { type: 'web_fetch_20250910', name: 'web_fetch' };
@@ -40,7 +41,7 @@ describe(passThroughTools.name, () => {
   it('refuses a max_uses the hold cannot read, and adds two of one family (none set: none)', () => {
     const model = priced({ web_search: 0.01 });
     for (const max_uses of [0, -1, 1.5, '3', true]) {
-      expect(() => passThroughTools([{ ...SEARCH, max_uses }], model)).toThrow(expect.objectContaining({ param: 'tools[0].max_uses' }));
+      expect(() => passThroughTools([{ ...SEARCH, max_uses } as TypedTool], model)).toThrow(expect.objectContaining({ param: 'tools[0].max_uses' }));
     }
     expect(passThroughTools([{ ...SEARCH, max_uses: null }], model).serverTools).toEqual({ web_search: null });
     const twice = [SEARCH, { type: 'web_search_20260209', name: 'web_search_2', max_uses: 2 }];
