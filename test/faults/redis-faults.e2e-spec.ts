@@ -23,8 +23,7 @@ describe('Faults: Redis (2 gateway processes)', () => {
 
   /** Sequential chats from a fresh account, alternating replicas: `count` of them, for at least `minMs`. */
   async function sequentialChats(count: number, minMs = 0): Promise<Outcome[]> {
-    const { key } = await cluster.admin.createAccount({ creditsUsd: 20 });
-    for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, key)).status).toBe(200);
+    const key = await accountKeyKnownToEveryReplica();
     const outcomes: Outcome[] = [];
     const started = Date.now();
     for (let i = 0; i < count || Date.now() - started < minMs; i++) {
@@ -32,6 +31,13 @@ describe('Faults: Redis (2 gateway processes)', () => {
       if (minMs) await sleep(10);
     }
     return outcomes;
+  }
+
+  /** The key of a fresh account, already looked up by every replica (so no chat waits for its first lookup). */
+  async function accountKeyKnownToEveryReplica(): Promise<string> {
+    const { key } = await cluster.admin.createAccount({ creditsUsd: 20 });
+    for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, key)).status).toBe(200);
+    return key;
   }
 
   /**
@@ -57,9 +63,7 @@ describe('Faults: Redis (2 gateway processes)', () => {
       async () => {
         // With Redis up: the limit applies (of 21 requests in a window, 20 are served and one refused, whichever
         // replica each reaches), and the latency of a served request.
-        const { key: limitedKey } = await cluster.admin.createAccount({ creditsUsd: 20 });
-        for (const g of cluster.gateways) expect((await timedGet(`${g.url}/v1/models`, limitedKey)).status).toBe(200);
-        const limited = await overLimitBurst(limitedKey);
+        const limited = await overLimitBurst(await accountKeyKnownToEveryReplica());
         expect(limited.map((o) => o.status).sort()).toEqual([...Array(BURST.requests).fill(200), 429]);
         expect(limited.filter((o) => o.status === 429).map((o) => o.code)).toEqual(['rate_limit_exceeded']);
         const baseline = await sequentialChats(BURST.requests - 2);
